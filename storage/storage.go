@@ -1,0 +1,75 @@
+// Package storage defines the object store every catalogsync backend
+// implements. Keys are slash-separated paths ("catalogs/x/current"); a
+// backend maps them onto files or objects. Large objects are written as
+// streams, small control objects (pointers) with a compare-and-swap.
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrNotExist is returned when a key has no object.
+	ErrNotExist = errors.New("object does not exist")
+	// ErrPrecondition is returned by PutIf when the object's current ETag
+	// is not the one the caller expected (or exists when it expected none).
+	ErrPrecondition = errors.New("precondition failed")
+	// ErrInvalidKey is returned for keys that are empty, absolute, or that
+	// could leave the store's root ("..", backslashes, NUL bytes).
+	ErrInvalidKey = errors.New("invalid key")
+)
+
+// Info describes a stored object.
+type Info struct {
+	Key     string
+	Size    int64
+	ModTime time.Time
+	// ETag changes whenever the object's content is replaced. It is opaque:
+	// compare it only for equality.
+	ETag string
+}
+
+// Store is an object store. All methods are safe for concurrent use.
+type Store interface {
+	// Put writes the whole stream under key, replacing any object there.
+	// Readers never see a partly written object: they see the old one or
+	// the new one. On error nothing is left under key that was not there.
+	Put(ctx context.Context, key string, r io.Reader) (Info, error)
+
+	// Get opens the object at key for reading length bytes from offset.
+	// length < 0 reads to the end. A range past the end is clipped.
+	Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+
+	// Stat returns the object's Info or ErrNotExist.
+	Stat(ctx context.Context, key string) (Info, error)
+
+	// List returns every object whose key starts with prefix, sorted by key.
+	List(ctx context.Context, prefix string) ([]Info, error)
+
+	// Delete removes key. Deleting a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+
+	// PutIf atomically replaces a small object only when its current ETag is
+	// ifMatch; ifMatch == "" means the object must not exist yet. It returns
+	// ErrPrecondition otherwise. It is the only way to publish a pointer.
+	PutIf(ctx context.Context, key string, data []byte, ifMatch string) (Info, error)
+}
+
+// ValidKey reports whether key is a clean relative slash path that stays
+// inside the store.
+func ValidKey(key string) bool {
+	if key == "" || strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/") ||
+		strings.ContainsAny(key, "\\\x00") {
+		return false
+	}
+	for _, part := range strings.Split(key, "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+	}
+	return true
+}
