@@ -1,0 +1,490 @@
+// Package catalog is the published catalog format in a storage.Store: the
+// writer that stores a File-Based Catalog, the pointer that publishes it,
+// and the reader the HTTP server answers catalogd's /all and /metas from.
+//
+// Layout, for a catalog name (a DNS-1123 subdomain) and an image digest:
+//
+//	catalogs/<name>/<alg>-<hex>/catalog.jsonl  every FBC object, one JSON line each
+//	catalogs/<name>/<alg>-<hex>/index          byte ranges by schema, package, name
+//	catalogs/<name>/<alg>-<hex>/meta.json      written last: the content is complete
+//	catalogs/<name>/current                    the pointer to the published digest
+//	catalogs/<name>/lastpoll                   the last poll, changed or not
+//
+// Content is addressed by the image digest and never changes once its
+// meta.json exists; publishing is a compare-and-swap of the small pointer.
+package catalog
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage"
+)
+
+var (
+	// ErrInvalidName is returned for a catalog name that is not a DNS-1123
+	// subdomain.
+	ErrInvalidName = errors.New("invalid catalog name")
+	// ErrInvalidDigest is returned for a digest that is not
+	// "sha256:<64 hex>" or "sha512:<128 hex>".
+	ErrInvalidDigest = errors.New("invalid digest")
+	// ErrInvalidLine is returned by Writer.Add for a line that is not
+	// exactly one "\n"-terminated line.
+	ErrInvalidLine = errors.New("invalid catalog line")
+	// ErrInvalidPointer is returned by Publish for a pointer missing its
+	// resolution time.
+	ErrInvalidPointer = errors.New("invalid pointer")
+	// ErrIncomplete is returned when content has no meta.json: it is being
+	// written, was aborted, or its writer died.
+	ErrIncomplete = errors.New("catalog content incomplete")
+	// ErrStale is returned by Publish when the current pointer was resolved
+	// later than the one offered.
+	ErrStale = errors.New("newer catalog already published")
+	// ErrCorrupt is returned when stored metadata does not parse or does
+	// not agree with itself.
+	ErrCorrupt = errors.New("catalog data corrupt")
+	// ErrFormat is returned for an index or meta of a format version this
+	// code does not know.
+	ErrFormat = errors.New("unsupported catalog format version")
+	// ErrClosed is returned by a Writer used after Commit or Abort.
+	ErrClosed = errors.New("catalog writer closed")
+)
+
+// metaFormat is the version of the layout and meta.json.
+const metaFormat = 1
+
+// Meta is meta.json: the description of complete content.
+type Meta struct {
+	Format int    `json:"format"`
+	Name   string `json:"name"`
+	Digest string `json:"digest"`
+	// Ref is the image reference the content was pulled from.
+	Ref     string `json:"ref,omitempty"`
+	Objects int    `json:"objects"`
+	// Size is the byte size of catalog.jsonl; SHA256 its hex sha256.
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	// IndexSize is the byte size of the index, so a reader can fetch it
+	// into one exactly sized buffer.
+	IndexSize int64          `json:"indexSize"`
+	Schemas   map[string]int `json:"schemas"`
+	Created   time.Time      `json:"created"`
+	// Stats is free-form, for timings and the like.
+	Stats map[string]any `json:"stats,omitempty"`
+}
+
+// HasContent reports whether the content of name at digest is complete: its
+// meta.json exists, parses and describes that digest. A missing or
+// unusable meta.json is (Meta{}, false, nil), meaning "write it (again)";
+// errors are store failures only.
+func HasContent(ctx context.Context, s storage.Store, name, digest string) (Meta, bool, error) {
+	if err := checkName(name); err != nil {
+		return Meta{}, false, err
+	}
+	if err := checkDigest(digest); err != nil {
+		return Meta{}, false, err
+	}
+	m, err := readMeta(ctx, s, name, digest)
+	switch {
+	case errors.Is(err, storage.ErrNotExist), errors.Is(err, ErrCorrupt), errors.Is(err, ErrFormat):
+		return Meta{}, false, nil
+	case err != nil:
+		return Meta{}, false, err
+	}
+	return m, true, nil
+}
+
+func readMeta(ctx context.Context, s storage.Store, name, digest string) (Meta, error) {
+	key := contentPrefix(name, digest) + metaFile
+	b, err := readSmall(ctx, s, key)
+	if err != nil {
+		return Meta{}, err
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("catalog: %s: %w: %v", key, ErrCorrupt, err)
+	}
+	if m.Format != metaFormat {
+		return Meta{}, fmt.Errorf("catalog: %s: format %d: %w", key, m.Format, ErrFormat)
+	}
+	if m.Digest != digest || m.Name != name || m.Size < 0 || m.Objects < 0 ||
+		m.IndexSize < indexHeader+4 || m.IndexSize > maxIndex {
+		return Meta{}, fmt.Errorf("catalog: %s describes %s %s: %w", key, m.Name, m.Digest, ErrCorrupt)
+	}
+	return m, nil
+}
+
+// maxIndex bounds the index a reader loads; 15k objects take 0.6 MB.
+const maxIndex = 1 << 30
+
+// maxSmall bounds what readSmall accepts: pointers and meta are a few
+// hundred bytes, so anything near this is not ours.
+const maxSmall = 1 << 20
+
+// readSmall reads a whole small object.
+func readSmall(ctx context.Context, s storage.Store, key string) ([]byte, error) {
+	rc, err := s.Get(ctx, key, 0, maxSmall+1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: read %s: %w", key, err)
+	}
+	if len(b) > maxSmall {
+		return nil, fmt.Errorf("catalog: %s larger than %d bytes: %w", key, maxSmall, ErrCorrupt)
+	}
+	return b, nil
+}
+
+// Writer stores one catalog's content. Lines stream straight into the
+// store (catalog.jsonl is never held in memory); the writer keeps only a
+// small record per object for the index. Not safe for concurrent use.
+//
+// Call Commit or Abort exactly once; Abort after Commit is a no-op, so
+// `defer w.Abort()` is the usual pattern.
+type Writer struct {
+	store        storage.Store
+	name, digest string
+	prefix       string
+
+	cancel context.CancelFunc
+	pw     *io.PipeWriter
+	bw     *bufio.Writer
+	sum    hash.Hash
+	done   chan putResult
+	res    *putResult // the content Put's outcome, once collected
+
+	ids  map[string]uint32
+	strs []string
+	objs []object
+	size int64
+
+	closed bool
+	err    error // sticky failure of Add
+}
+
+type putResult struct {
+	info storage.Info
+	err  error
+}
+
+// NewWriter starts writing the content of name at digest. ctx bounds the
+// whole streaming upload; cancelling it fails the writer.
+//
+// Check HasContent first: rewriting complete content replaces its files
+// under readers that have it open, which is harmless only because the same
+// digest yields the same bytes.
+func NewWriter(ctx context.Context, s storage.Store, name, digest string) (*Writer, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if err := checkDigest(digest); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	w := &Writer{
+		store: s, name: name, digest: digest, prefix: contentPrefix(name, digest),
+		cancel: cancel, pw: pw, bw: bufio.NewWriterSize(pw, 256<<10), sum: sha256.New(),
+		done: make(chan putResult, 1),
+		ids:  map[string]uint32{"": 0}, strs: []string{""},
+	}
+	go func() {
+		in, err := s.Put(pctx, w.prefix+contentFile, pr)
+		if err != nil {
+			// Unblocks an Add waiting on the pipe.
+			pr.CloseWithError(err)
+		} else {
+			pr.Close()
+		}
+		w.done <- putResult{in, err}
+	}()
+	return w, nil
+}
+
+func (w *Writer) intern(s string) uint32 {
+	id, ok := w.ids[s]
+	if !ok {
+		// Clone: s may be a slice of a much larger string the caller
+		// would otherwise keep alive through us.
+		s = strings.Clone(s)
+		id = uint32(len(w.strs))
+		w.ids[s] = id
+		w.strs = append(w.strs, s)
+	}
+	return id
+}
+
+// Add appends one object: its schema, package and name as the metas query
+// matches them ("" when it has none) and its normalized JSON line, which
+// must end in its only "\n".
+func (w *Writer) Add(schema, pkg, name string, line []byte) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if len(line) == 0 || int64(len(line)) > maxLine || bytes.IndexByte(line, '\n') != len(line)-1 {
+		return fmt.Errorf("catalog: object %d (%s %s %s): %w", len(w.objs), schema, pkg, name, ErrInvalidLine)
+	}
+	w.sum.Write(line)
+	if _, err := w.bw.Write(line); err != nil {
+		w.err = fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, err)
+		return w.err
+	}
+	w.objs = append(w.objs, object{w.intern(schema), w.intern(pkg), w.intern(name), int64(len(line))})
+	w.size += int64(len(line))
+	return nil
+}
+
+// collect waits for the content Put, once.
+func (w *Writer) collect(ctx context.Context) putResult {
+	if w.res == nil {
+		select {
+		case r := <-w.done:
+			w.res = &r
+		case <-ctx.Done():
+			w.cancel()
+			r := <-w.done
+			if r.err == nil {
+				r.err = ctx.Err()
+			}
+			w.res = &r
+		}
+	}
+	return *w.res
+}
+
+// Commit finishes catalog.jsonl, then writes the index, then meta.json,
+// whose presence marks the content complete. m supplies Ref, Created (now
+// when zero) and Stats; the writer fills in the rest and returns the meta
+// it stored. On error nothing is marked complete.
+func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
+	if w.closed {
+		return Meta{}, ErrClosed
+	}
+	w.closed = true
+	defer w.cancel()
+	if w.err != nil {
+		w.abort()
+		return Meta{}, w.err
+	}
+	if err := w.bw.Flush(); err != nil {
+		w.abort()
+		return Meta{}, fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, err)
+	}
+	w.pw.Close()
+	res := w.collect(ctx)
+	if res.err != nil {
+		return Meta{}, fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, res.err)
+	}
+	if res.info.Size != w.size {
+		return Meta{}, fmt.Errorf("catalog: store wrote %d of %d bytes of %s", res.info.Size, w.size, w.prefix+contentFile)
+	}
+	idx := encodeIndex(w.strs, w.objs, w.size)
+	if _, err := w.store.Put(ctx, w.prefix+indexFile, bytes.NewReader(idx)); err != nil {
+		return Meta{}, fmt.Errorf("catalog: writing index: %w", err)
+	}
+	m.Format = metaFormat
+	m.Name, m.Digest = w.name, w.digest
+	m.Objects, m.Size, m.IndexSize = len(w.objs), w.size, int64(len(idx))
+	m.SHA256 = hex.EncodeToString(w.sum.Sum(nil))
+	m.Schemas = map[string]int{}
+	for _, o := range w.objs {
+		m.Schemas[w.strs[o.schema]]++
+	}
+	if m.Created.IsZero() {
+		m.Created = time.Now().UTC()
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return Meta{}, fmt.Errorf("catalog: meta: %w", err)
+	}
+	if _, err := w.store.Put(ctx, w.prefix+metaFile, bytes.NewReader(append(b, '\n'))); err != nil {
+		return Meta{}, fmt.Errorf("catalog: writing meta: %w", err)
+	}
+	return m, nil
+}
+
+// Abort stops the upload and waits for it to end. The store's Put leaves
+// no partial catalog.jsonl, and no meta.json is written, so nothing of an
+// aborted writer is ever taken as complete.
+func (w *Writer) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.abort()
+}
+
+func (w *Writer) abort() {
+	w.cancel()
+	w.pw.CloseWithError(ErrClosed)
+	w.collect(context.Background())
+}
+
+// Query selects objects as catalogd's /api/v1/metas does: each non-empty
+// field must equal the object's, empty fields match anything.
+type Query struct {
+	Schema, Package, Name string
+}
+
+// Catalog is opened content, ready to answer queries. It is immutable and
+// safe for concurrent use; the index is held in memory.
+type Catalog struct {
+	Name string
+	// Pointer is the pointer Open followed (zero after OpenDigest).
+	Pointer Pointer
+	Meta    Meta
+	// ReadGap lets Query fetch matches separated by at most ReadGap
+	// unmatched bytes with one ranged Get, dropping the gap: on S3 one
+	// request costs more than a few KB. 0 reads exactly the matches. Set
+	// it before sharing the Catalog.
+	ReadGap int64
+
+	store storage.Store
+	key   string
+	idx   *index
+}
+
+// Open opens the catalog name's published content: it follows the current
+// pointer and loads meta.json and the index, never catalog.jsonl. A never
+// published catalog is an error wrapping storage.ErrNotExist.
+func Open(ctx context.Context, s storage.Store, name string) (*Catalog, error) {
+	p, _, err := Current(ctx, s, name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := OpenDigest(ctx, s, name, p.Digest)
+	if err != nil {
+		return nil, err
+	}
+	c.Pointer = p
+	return c, nil
+}
+
+// OpenDigest opens the complete content of name at digest, published or
+// not.
+func OpenDigest(ctx context.Context, s storage.Store, name, digest string) (*Catalog, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if err := checkDigest(digest); err != nil {
+		return nil, err
+	}
+	m, err := readMeta(ctx, s, name, digest)
+	if errors.Is(err, storage.ErrNotExist) {
+		return nil, fmt.Errorf("catalog: %s at %s: %w", name, digest, ErrIncomplete)
+	}
+	if err != nil {
+		return nil, err
+	}
+	prefix := contentPrefix(name, digest)
+	rc, err := s.Get(ctx, prefix+indexFile, 0, m.IndexSize+1)
+	if errors.Is(err, storage.ErrNotExist) {
+		// Not "never published": meta.json promised an index.
+		return nil, fmt.Errorf("catalog: %s at %s: index missing: %w", name, digest, ErrCorrupt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %s index: %w", name, err)
+	}
+	// One byte more than expected, to notice an index longer than meta
+	// says.
+	b := make([]byte, m.IndexSize+1)
+	n, err := io.ReadFull(rc, b)
+	rc.Close()
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("catalog: %s index: %w", name, err)
+	}
+	if int64(n) != m.IndexSize {
+		return nil, fmt.Errorf("catalog: %s at %s: index is not the %d bytes meta says: %w", name, digest, m.IndexSize, ErrCorrupt)
+	}
+	idx, err := parseIndex(b[:n])
+	if err != nil {
+		return nil, err
+	}
+	if idx.size != m.Size || len(idx.entries) != m.Objects {
+		return nil, fmt.Errorf("catalog: %s at %s: index has %d objects in %d bytes, meta %d in %d: %w",
+			name, digest, len(idx.entries), idx.size, m.Objects, m.Size, ErrCorrupt)
+	}
+	return &Catalog{Name: name, Meta: m, store: s, key: prefix + contentFile, idx: idx}, nil
+}
+
+// All returns the whole catalog.jsonl (Meta.Size bytes).
+func (c *Catalog) All(ctx context.Context) (io.ReadCloser, error) {
+	return c.store.Get(ctx, c.key, 0, -1)
+}
+
+// Count returns how many objects and bytes Query would write for q, from
+// the index alone (for Content-Length, or a 404 on no match).
+func (c *Catalog) Count(q Query) (objects int, bytes int64) {
+	spans, objects := c.idx.match(q)
+	for _, s := range spans {
+		bytes += s.n
+	}
+	return objects, bytes
+}
+
+// Query writes the lines of the objects matching q to w, in catalog order.
+// It reads only the matching byte ranges of catalog.jsonl (with ReadGap,
+// plus gaps up to that size), one ranged Get per run of adjacent matches.
+func (c *Catalog) Query(ctx context.Context, w io.Writer, q Query) error {
+	spans, _ := c.idx.match(q)
+	for len(spans) > 0 {
+		// One fetch covers spans whose gaps are within ReadGap.
+		k := 1
+		for k < len(spans) && spans[k].off-(spans[k-1].off+spans[k-1].n) <= c.ReadGap {
+			k++
+		}
+		start, last := spans[0].off, spans[k-1]
+		if err := c.fetch(ctx, w, start, last.off+last.n-start, spans[:k]); err != nil {
+			return err
+		}
+		spans = spans[k:]
+	}
+	return nil
+}
+
+func (c *Catalog) fetch(ctx context.Context, w io.Writer, off, n int64, spans []span) error {
+	rc, err := c.store.Get(ctx, c.key, off, n)
+	if err != nil {
+		return fmt.Errorf("catalog: %s: %w", c.key, err)
+	}
+	defer rc.Close()
+	pos := off
+	for _, s := range spans {
+		if gap := s.off - pos; gap > 0 {
+			if _, err := io.CopyN(io.Discard, rc, gap); err != nil {
+				return c.readErr(err)
+			}
+		}
+		if _, err := io.CopyN(w, rc, s.n); err != nil {
+			return c.readErr(err)
+		}
+		pos = s.off + s.n
+	}
+	return nil
+}
+
+func (c *Catalog) readErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("catalog: %s shorter than its index: %w", c.key, ErrCorrupt)
+	}
+	return fmt.Errorf("catalog: %s: %w", c.key, err)
+}
