@@ -1,0 +1,15 @@
+//go:build !unix
+
+package servers
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// signalGroup can only kill the server itself without process groups.
+func signalGroup(cmd *exec.Cmd, kill bool) {
+	_ = cmd.Process.Kill()
+}
