@@ -1,0 +1,317 @@
+package fbc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Parse streams every object of one FBC file to fn, in file order. The file
+// is read the way operator-registry reads it (apimachinery's
+// YAMLOrJSONDecoder: a stream of JSON objects when the first 4096 bytes
+// start with '{' after white space, YAML documents otherwise) and each
+// object comes out as catalogd serves it. Memory is bounded by the largest
+// object. Parse errors wrap ErrInvalid; an error from fn is returned as is.
+// Parse is safe for concurrent use on different readers.
+func Parse(r io.Reader, fn func(Object) error) error {
+	p := parsers.Get().(*parser)
+	p.fn = fn
+	err := p.run(r)
+	p.release()
+	parsers.Put(p)
+	return err
+}
+
+// parsers keeps buffers warm across files: a catalog sync parses many.
+var parsers = sync.Pool{New: func() any { return new(parser) }}
+
+// release drops references to the caller's data and oversized buffers.
+func (p *parser) release() {
+	const keep = 4 << 20
+	p.fn = nil
+	p.w.r = nil
+	if cap(p.w.buf) > keep {
+		p.w.buf = nil
+	}
+	if cap(p.a.strs) > keep {
+		p.a.strs = nil
+	}
+	if cap(p.out) > keep {
+		p.out = nil
+	}
+	if cap(p.a.tmp) > keep {
+		p.a.tmp = nil
+	}
+	p.a.reset()
+	clear(p.a.nodes[:cap(p.a.nodes)])
+	clear(p.a.stack[:cap(p.a.stack)])
+}
+
+type parser struct {
+	w      window
+	a      arena
+	fast   fastYAML
+	out    []byte
+	fn     func(Object) error
+	docs   int // documents decoded so far
+	noFast bool
+	// ambiguous counts objects whose reference output depends on Go map
+	// order (see arena.ambiguous); only the differential tests read it.
+	ambiguous int
+	// line bookkeeping for JSON streams
+	lineOff, lineNo int
+}
+
+// peekSize is how far YAMLOrJSONDecoder looks for a leading '{'.
+const peekSize = 4096
+
+func (p *parser) run(r io.Reader) error {
+	p.w = window{r: r, buf: p.w.buf[:0]}
+	p.docs, p.ambiguous, p.lineOff, p.lineNo = 0, 0, 0, 0
+	for len(p.w.buf) < peekSize && p.w.fill() {
+	}
+	if p.w.err != nil {
+		return p.w.err
+	}
+	head := p.w.bytes(0, min(peekSize, p.w.end()))
+	if bytes.HasPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("{")) {
+		return p.runJSON()
+	}
+	return p.runYAML(0, 1, nil)
+}
+
+func (p *parser) invalid(line int, err error) error {
+	if line > 0 {
+		return fmt.Errorf("%w: document %d (line %d): %w", ErrInvalid, p.docs, line, err)
+	}
+	return fmt.Errorf("%w: document %d: %w", ErrInvalid, p.docs, err)
+}
+
+// lineAt returns the 1-based line of absolute offset off; offsets only grow.
+func (p *parser) lineAt(off int) int {
+	if p.lineNo == 0 {
+		p.lineNo = 1
+	}
+	if off > p.lineOff {
+		p.lineNo += bytes.Count(p.w.bytes(p.lineOff, off), []byte{'\n'})
+		p.lineOff = off
+	}
+	return p.lineNo
+}
+
+// runJSON mirrors json.Decoder as YAMLOrJSONDecoder drives it, including
+// its switch to YAML when one of the first two values fails to decode.
+func (p *parser) runJSON() error {
+	w := &p.w
+	pos := 0 // end of the last decoded value
+	for {
+		w.keep = pos
+		line := p.lineAt(pos)
+		start := pos
+		for {
+			for start < w.end() && isJSONSpace(w.buf[start-w.base]) {
+				start++
+			}
+			if start < w.end() || !w.fill() {
+				break
+			}
+		}
+		if w.err != nil {
+			return w.err
+		}
+		if start == w.end() {
+			return nil
+		}
+		line = p.lineAt(start)
+		var derr error
+		end := start
+		switch w.buf[start-w.base] {
+		case '{':
+			end = p.scanJSONObject(start)
+			if w.err != nil {
+				return w.err
+			}
+			p.a.reset()
+			jp := jsonParser{a: &p.a, src: w.bytes(start, end)}
+			root, err := jp.value()
+			if err == nil {
+				var schema, pkg, name string
+				schema, pkg, name, err = p.a.meta(root)
+				if err == nil {
+					if err := p.emit(line, root, schema, pkg, name); err != nil {
+						return err
+					}
+					pos = end
+					continue
+				}
+			}
+			derr = err
+		case 'n':
+			for w.end()-start < 4 && w.fill() {
+			}
+			if bytes.HasPrefix(w.bytes(start, w.end()), []byte("null")) {
+				return p.invalid(line, errors.New("object 'null' is missing root schema field"))
+			}
+			derr = errors.New("invalid JSON value")
+		default:
+			derr = fmt.Errorf("expected a JSON object, found %q", w.buf[start-w.base])
+		}
+		if p.docs > 1 {
+			return p.invalid(line, derr)
+		}
+		// Like YAMLOrJSONDecoder: rewind to the end of the last good
+		// value, eat white space up to a newline and retry as YAML.
+		yamlStart, ok := p.consumeWhitespace(pos)
+		if w.err != nil {
+			return w.err
+		}
+		if !ok {
+			return p.invalid(line, derr)
+		}
+		return p.runYAML(yamlStart, p.lineAt(yamlStart), derr)
+	}
+}
+
+// scanJSONObject finds the end of the object at start by bracket matching
+// (strings and escapes aware), reading more input as needed. The returned
+// end is where a full parse must stop; syntax is checked by that parse.
+func (p *parser) scanJSONObject(start int) int {
+	w := &p.w
+	depth, inStr, esc := 0, false, false
+	i := start
+	for {
+		buf := w.buf[i-w.base:]
+		for j, c := range buf {
+			switch {
+			case inStr:
+				if esc {
+					esc = false
+				} else if c == '\\' {
+					esc = true
+				} else if c == '"' {
+					inStr = false
+				}
+			case c == '"':
+				inStr = true
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				depth--
+				if depth == 0 {
+					return i + j + 1
+				}
+			}
+		}
+		i += len(buf)
+		if !w.fill() {
+			return i
+		}
+	}
+}
+
+// consumeWhitespace copies YAMLOrJSONDecoder.consumeWhitespace: it needs four
+// readable bytes at every step and stops after a newline or before the
+// first non-space rune.
+func (p *parser) consumeWhitespace(pos int) (int, bool) {
+	w := &p.w
+	for {
+		for w.end()-pos < 4 && w.fill() {
+		}
+		if w.end()-pos < 4 {
+			return 0, false
+		}
+		r, size := utf8.DecodeRune(w.bytes(pos, pos+4))
+		if r == utf8.RuneError {
+			return 0, false
+		}
+		if !unicode.IsSpace(r) {
+			return pos, true
+		}
+		pos += size
+		if r == '\n' {
+			return pos, true
+		}
+	}
+}
+
+func (p *parser) runYAML(start, line int, jsonErr error) error {
+	s := splitter{w: &p.w, pos: start, line: line}
+	for {
+		doc, line, err := s.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			if p.w.err != nil {
+				return err
+			}
+			return p.invalid(0, orJSON(jsonErr, err))
+		}
+		p.a.reset()
+		root, err := p.decodeYAML(doc)
+		if err == nil {
+			switch root.kind {
+			case kObj:
+			case kNull:
+				err = errNoSchema
+			default:
+				err = fmt.Errorf("cannot unmarshal %s into an object", root.kind)
+			}
+		}
+		var schema, pkg, name string
+		if err == nil {
+			schema, pkg, name, err = p.a.meta(root)
+		}
+		if err != nil {
+			if err == errNoSchema {
+				return p.invalid(line, errors.New("object '' is missing root schema field"))
+			}
+			return p.invalid(line, orJSON(jsonErr, err))
+		}
+		if err := p.emit(line, root, schema, pkg, name); err != nil {
+			return err
+		}
+	}
+}
+
+var errNoSchema = errors.New("missing root schema field")
+
+// orJSON reports the JSON error first when a stream that looked like JSON
+// fell back to YAML, as YAMLOrJSONDecoder does.
+func orJSON(jsonErr, err error) error {
+	if jsonErr != nil {
+		return fmt.Errorf("%w (as YAML: %v)", jsonErr, err)
+	}
+	return err
+}
+
+func (p *parser) decodeYAML(doc []byte) (node, error) {
+	if !p.noFast {
+		if root, ok := p.fast.parse(&p.a, doc); ok {
+			return root, nil
+		}
+		p.a.reset()
+	}
+	return p.a.slowYAML(doc)
+}
+
+func (p *parser) emit(line int, root node, schema, pkg, name string) error {
+	p.out = p.a.encode(p.out[:0], root)
+	p.out = append(p.out, '\n')
+	if schema == "" {
+		return p.invalid(line, fmt.Errorf("object '%s' is missing root schema field", bytes.TrimSuffix(p.out, []byte{'\n'})))
+	}
+	p.docs++
+	if p.a.ambiguous {
+		p.ambiguous++
+	}
+	blob := make([]byte, len(p.out))
+	copy(blob, p.out)
+	o := Object{Schema: schema, Package: pkg, Name: name, Blob: blob}
+	o.Ref = p.a.ref(root, schema)
+	return p.fn(o)
+}

@@ -1,0 +1,346 @@
+package fbc
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"strings"
+)
+
+// Schemas the Validator knows.
+const (
+	SchemaPackage      = "olm.package"
+	SchemaChannel      = "olm.channel"
+	SchemaBundle       = "olm.bundle"
+	SchemaDeprecations = "olm.deprecations"
+)
+
+// Ref is the part of a package, channel, bundle or deprecations object that
+// validation needs. It never holds large data (bundle object payloads,
+// icons, CSV metadata); those are only checked while parsing.
+type Ref struct {
+	// DefaultChannel of an olm.package.
+	DefaultChannel string
+	// Entries of an olm.channel.
+	Entries []ChannelEntry
+	// Image of an olm.bundle.
+	Image string
+	// Packages are the bundle's olm.package properties (one is valid).
+	Packages []PackageProperty
+	// HasObjects is set when the bundle has olm.bundle.object properties,
+	// which stand in for an image. Their "ref" form (a file next to the
+	// catalog) is accepted as is: it cannot be resolved from a reader.
+	HasObjects bool
+	// Deprecations are the entries of an olm.deprecations object.
+	Deprecations []DeprecationEntry
+	// Problems are type errors found when reading the object as its
+	// schema, as operator-registry's typed decoding would report them.
+	Problems []string
+}
+
+// ChannelEntry is one entry of a channel's upgrade graph.
+type ChannelEntry struct {
+	Name, Replaces string
+	Skips          []string
+}
+
+// PackageProperty is the value of an olm.package bundle property.
+type PackageProperty struct {
+	PackageName, Version, Release string
+}
+
+// DeprecationEntry is one entry of an olm.deprecations object.
+type DeprecationEntry struct {
+	Schema, Name, Message string // Schema and Name form the reference
+}
+
+// at names a place in an object for messages; it is only formatted when
+// there is a problem, so reading stays allocation-free.
+type at struct {
+	base  string
+	i     int // element index, or -1
+	field string
+	typ   string // property type, for "property[i] of type t"
+}
+
+func (w at) String() string {
+	if w.base == "property" {
+		s := fmt.Sprintf("property[%d] of type %q", w.i, w.typ)
+		if w.field != "" {
+			s += " " + w.field
+		}
+		return s
+	}
+	s := w.base
+	if w.i >= 0 {
+		s += fmt.Sprintf("[%d]", w.i)
+	}
+	if w.field != "" && s != "" {
+		s += "."
+	}
+	return s + w.field
+}
+
+func (w at) dot(field string) at { return at{w.base, w.i, field, w.typ} }
+
+func field(f string) at { return at{"", -1, f, ""} }
+
+// refReader decodes arena values with encoding/json's rules for the typed
+// structs operator-registry uses: keys match fields case-insensitively,
+// null leaves a field unset, a value of the wrong type is an error.
+type refReader struct {
+	a   *arena
+	ref *Ref
+}
+
+func (r *refReader) problem(w at, format string, args ...any) {
+	r.ref.Problems = append(r.ref.Problems, strings.TrimPrefix(w.String()+": ", ": ")+fmt.Sprintf(format, args...))
+}
+
+// fields calls fn for every key of obj, in key order; a non-object that is
+// not null is a type error.
+func (r *refReader) fields(v node, w at, fn func(key []byte, v node)) {
+	switch v.kind {
+	case kNull:
+	case kObj:
+		for i := range int(v.n) {
+			fn(r.a.child(v, 2*i).s, *r.a.child(v, 2*i+1))
+		}
+	default:
+		r.problem(w, "cannot unmarshal %s into an object", v.kind)
+	}
+}
+
+func (r *refReader) elems(v node, w at, fn func(i int, v node)) {
+	switch v.kind {
+	case kNull:
+	case kArr:
+		for i := range int(v.n) {
+			fn(i, *r.a.child(v, i))
+		}
+	default:
+		r.problem(w, "cannot unmarshal %s into an array", v.kind)
+	}
+}
+
+func (r *refReader) str(dst *string, v node, w at) {
+	switch v.kind {
+	case kNull:
+	case kStr:
+		if dst != nil {
+			*dst = string(v.s)
+		}
+	default:
+		r.problem(w, "cannot unmarshal %s into a string", v.kind)
+	}
+}
+
+func (r *refReader) strs(dst *[]string, v node, w at) {
+	var out []string
+	r.elems(v, w, func(i int, e node) {
+		var s string
+		switch e.kind {
+		case kStr:
+			s = string(e.s)
+		case kNull:
+		default:
+			r.problem(w, "element %d: cannot unmarshal %s into a string", i, e.kind)
+		}
+		out = append(out, s)
+	})
+	if v.kind == kArr {
+		*dst = out
+	}
+}
+
+// base64 checks a []byte field, which encoding/json reads as base64.
+func (r *refReader) base64(v node, w at) (nonEmpty bool) {
+	switch v.kind {
+	case kNull:
+		return false
+	case kStr:
+		buf := r.a.scratch(base64.StdEncoding.DecodedLen(len(v.s)))
+		n, err := base64.StdEncoding.Decode(buf, v.s)
+		if err != nil {
+			r.problem(w, "%v", err)
+		}
+		return n > 0
+	default:
+		r.problem(w, "cannot unmarshal %s into a base64 string", v.kind)
+		return false
+	}
+}
+
+func is(key []byte, name string) bool { return bytes.EqualFold(key, []byte(name)) }
+
+// ref reads what validation needs from a known schema's root object.
+func (a *arena) ref(root node, schema string) *Ref {
+	ref := &Ref{}
+	r := &refReader{a: a, ref: ref}
+	switch schema {
+	case SchemaPackage:
+		r.fields(root, field(schema), func(k []byte, v node) {
+			switch {
+			case is(k, "schema"), is(k, "name"), is(k, "description"):
+				r.str(nil, v, field(string(k)))
+			case is(k, "defaultChannel"):
+				r.str(&ref.DefaultChannel, v, field("defaultChannel"))
+			case is(k, "icon"):
+				r.fields(v, field("icon"), func(k []byte, v node) {
+					switch {
+					case is(k, "base64data"):
+						r.base64(v, field("icon.base64data"))
+					case is(k, "mediatype"):
+						r.str(nil, v, field("icon.mediatype"))
+					}
+				})
+			case is(k, "properties"):
+				r.properties(v, nil)
+			}
+		})
+	case SchemaChannel:
+		r.fields(root, field(schema), func(k []byte, v node) {
+			switch {
+			case is(k, "schema"), is(k, "name"), is(k, "package"):
+				r.str(nil, v, field(string(k)))
+			case is(k, "entries"):
+				ref.Entries = nil
+				r.elems(v, field("entries"), func(i int, e node) {
+					var ce ChannelEntry
+					w := at{"entries", i, "", ""}
+					r.fields(e, w, func(k []byte, v node) {
+						switch {
+						case is(k, "name"):
+							r.str(&ce.Name, v, w.dot("name"))
+						case is(k, "replaces"):
+							r.str(&ce.Replaces, v, w.dot("replaces"))
+						case is(k, "skipRange"):
+							r.str(nil, v, w.dot("skipRange"))
+						case is(k, "skips"):
+							r.strs(&ce.Skips, v, w.dot("skips"))
+						}
+					})
+					ref.Entries = append(ref.Entries, ce)
+				})
+			case is(k, "properties"):
+				r.properties(v, nil)
+			}
+		})
+	case SchemaBundle:
+		r.fields(root, field(schema), func(k []byte, v node) {
+			switch {
+			case is(k, "schema"), is(k, "name"), is(k, "package"):
+				r.str(nil, v, field(string(k)))
+			case is(k, "image"):
+				r.str(&ref.Image, v, field("image"))
+			case is(k, "properties"):
+				r.properties(v, ref)
+			case is(k, "relatedImages"):
+				r.elems(v, field("relatedImages"), func(i int, e node) {
+					w := at{"relatedImages", i, "", ""}
+					r.fields(e, w, func(k []byte, v node) {
+						if is(k, "name") || is(k, "image") {
+							r.str(nil, v, w.dot(string(k)))
+						}
+					})
+				})
+			}
+		})
+	case SchemaDeprecations:
+		r.fields(root, field(schema), func(k []byte, v node) {
+			switch {
+			case is(k, "schema"), is(k, "package"):
+				r.str(nil, v, field(string(k)))
+			case is(k, "entries"):
+				ref.Deprecations = nil
+				r.elems(v, field("entries"), func(i int, e node) {
+					var de DeprecationEntry
+					w := at{"entries", i, "", ""}
+					r.fields(e, w, func(k []byte, v node) {
+						switch {
+						case is(k, "message"):
+							r.str(&de.Message, v, w.dot("message"))
+						case is(k, "reference"):
+							r.fields(v, w.dot("reference"), func(k []byte, v node) {
+								switch {
+								case is(k, "schema"):
+									r.str(&de.Schema, v, w.dot("reference.schema"))
+								case is(k, "name"):
+									r.str(&de.Name, v, w.dot("reference.name"))
+								}
+							})
+						}
+					})
+					ref.Deprecations = append(ref.Deprecations, de)
+				})
+			}
+		})
+	default:
+		return nil
+	}
+	return ref
+}
+
+// properties reads a properties list. For bundles (ref != nil) it also
+// checks the values operator-registry's property.Parse decodes.
+func (r *refReader) properties(v node, ref *Ref) {
+	r.elems(v, field("properties"), func(i int, e node) {
+		w := at{"properties", i, "", ""}
+		var typ string
+		var value node
+		hasValue := false
+		r.fields(e, w, func(k []byte, v node) {
+			switch {
+			case is(k, "type"):
+				r.str(&typ, v, w.dot("type"))
+			case is(k, "value"):
+				value, hasValue = v, true
+			}
+		})
+		if ref == nil {
+			return
+		}
+		w = at{"property", i, "", typ}
+		if !hasValue {
+			r.problem(w, "unexpected end of JSON input")
+			return
+		}
+		switch typ {
+		case "olm.package":
+			var pp PackageProperty
+			r.fields(value, w, func(k []byte, v node) {
+				switch {
+				case is(k, "packageName"):
+					r.str(&pp.PackageName, v, w.dot("packageName"))
+				case is(k, "version"):
+					r.str(&pp.Version, v, w.dot("version"))
+				case is(k, "release"):
+					r.str(&pp.Release, v, w.dot("release"))
+				}
+			})
+			ref.Packages = append(ref.Packages, pp)
+		case "olm.package.required", "olm.gvk", "olm.gvk.required", "olm.channel":
+			r.fields(value, w, func(k []byte, v node) {
+				for _, f := range [...]string{"packageName", "versionRange", "group", "kind", "version", "channelName"} {
+					if is(k, f) {
+						r.str(nil, v, w.dot(f))
+					}
+				}
+			})
+		case "olm.bundle.object":
+			ref.HasObjects = true
+			data, fileRef := false, ""
+			r.fields(value, w, func(k []byte, v node) {
+				switch {
+				case is(k, "data"):
+					data = r.base64(v, w.dot("data"))
+				case is(k, "ref"):
+					r.str(&fileRef, v, w.dot("ref"))
+				}
+			})
+			if data && fileRef != "" {
+				r.problem(w, "fields 'ref' and 'data' are mutually exclusive")
+			}
+		}
+	})
+}

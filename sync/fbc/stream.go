@@ -1,0 +1,158 @@
+package fbc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// window is a sliding buffer over the input. Offsets are absolute stream
+// offsets; bytes before keep may be dropped when the buffer refills, so
+// memory stays bounded by the largest document plus one read.
+type window struct {
+	r    io.Reader
+	buf  []byte // stream bytes [base, base+len(buf))
+	base int
+	keep int // absolute offset of the oldest byte still needed
+	eof  bool
+	err  error // read error other than io.EOF
+}
+
+const readChunk = 64 << 10
+
+// end is the absolute offset just past the buffered data.
+func (w *window) end() int { return w.base + len(w.buf) }
+
+// bytes returns the buffered bytes [from, to) (absolute offsets).
+func (w *window) bytes(from, to int) []byte { return w.buf[from-w.base : to-w.base] }
+
+// fill reads more input. It reports false when the input is exhausted.
+func (w *window) fill() bool {
+	if w.eof || w.err != nil {
+		return false
+	}
+	if drop := w.keep - w.base; drop > 0 && drop >= len(w.buf)/2 {
+		n := copy(w.buf, w.buf[drop:])
+		w.buf = w.buf[:n]
+		w.base += drop
+	}
+	if cap(w.buf)-len(w.buf) < readChunk/2 {
+		nb := make([]byte, len(w.buf), max(2*cap(w.buf), len(w.buf)+readChunk))
+		copy(nb, w.buf)
+		w.buf = nb
+	}
+	for tries := 0; ; tries++ {
+		if tries == 100 {
+			w.err = io.ErrNoProgress
+			return false
+		}
+		n, err := w.r.Read(w.buf[len(w.buf):cap(w.buf)])
+		w.buf = w.buf[:len(w.buf)+n]
+		if err == io.EOF {
+			w.eof = true
+			return n > 0
+		}
+		if err != nil {
+			w.err = err
+			return n > 0
+		}
+		if n > 0 {
+			return true
+		}
+	}
+}
+
+// splitter cuts a YAML stream into documents exactly as apimachinery's
+// YAMLReader does: line by line (bufio.ReadLine, so "\r\n" becomes "\n" and
+// a last line without newline gets one), a document ends at a line that
+// starts with "---", and a "---" line that opens a document stays in it.
+type splitter struct {
+	w       *window
+	pos     int    // absolute offset of the next line
+	line    int    // 1-based number of the line at pos
+	scratch []byte // document copy when lines had to be rewritten
+}
+
+var errSeparator = errors.New("invalid Yaml document separator")
+
+// next returns the next document, valid until the following call, and the
+// line it starts on; io.EOF when there is none.
+func (s *splitter) next() (doc []byte, line int, err error) {
+	w := s.w
+	w.keep = s.pos
+	start, startLine := s.pos, s.line
+	docEnd := s.pos // end of the verbatim part of the document
+	copied := false // the document lives in s.scratch
+	s.scratch = s.scratch[:0]
+	for {
+		// Find the next line.
+		from := s.pos
+		var nl int
+		for {
+			if i := bytes.IndexByte(w.bytes(from, w.end()), '\n'); i >= 0 {
+				nl = from + i
+				break
+			}
+			from = w.end()
+			if !w.fill() {
+				if w.err != nil {
+					return nil, 0, w.err
+				}
+				nl = -1
+				break
+			}
+		}
+		var raw []byte
+		next := 0
+		if nl < 0 {
+			if s.pos == w.end() {
+				// ReadLine's final io.EOF: the document so far is the last one.
+				if copied {
+					return s.scratch, startLine, nil
+				}
+				if docEnd > start {
+					return w.bytes(start, docEnd), startLine, nil
+				}
+				return nil, 0, io.EOF
+			}
+			raw = w.bytes(s.pos, w.end())
+			next = w.end()
+		} else {
+			raw = w.bytes(s.pos, nl)
+			next = nl + 1
+		}
+		lineNo := s.line
+		if bytes.HasPrefix(raw, []byte("---")) {
+			rest := strings.TrimSpace(string(bytes.TrimSuffix(raw[3:], []byte("\r"))))
+			if rest != "" && rest[0] != '#' {
+				return nil, 0, fmt.Errorf("line %d: %w: %s", lineNo, errSeparator, rest)
+			}
+			if copied || docEnd > start {
+				s.pos, s.line = next, s.line+1
+				if copied {
+					return s.scratch, startLine, nil
+				}
+				return w.bytes(start, docEnd), startLine, nil
+			}
+		}
+		// Append the line to the document.
+		content := raw
+		crlf := len(content) > 0 && content[len(content)-1] == '\r' && nl >= 0
+		if crlf {
+			content = content[:len(content)-1]
+		}
+		if !copied && (crlf || nl < 0) {
+			copied = true
+			s.scratch = append(s.scratch, w.bytes(start, docEnd)...)
+		}
+		if copied {
+			s.scratch = append(s.scratch, content...)
+			s.scratch = append(s.scratch, '\n')
+		} else {
+			docEnd = next
+		}
+		s.pos, s.line = next, s.line+1
+	}
+}

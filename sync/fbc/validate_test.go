@@ -1,0 +1,226 @@
+package fbc
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// validCatalog is a small catalog every rule accepts.
+const validCatalog = `---
+schema: olm.package
+name: foo
+defaultChannel: stable
+---
+schema: olm.channel
+package: foo
+name: stable
+entries:
+- name: foo.v0.1.0
+- name: foo.v0.2.0
+  replaces: foo.v0.1.0
+---
+schema: olm.bundle
+package: foo
+name: foo.v0.1.0
+image: quay.io/foo/bundle:v0.1.0
+properties:
+- type: olm.package
+  value: {packageName: foo, version: 0.1.0}
+---
+schema: olm.bundle
+package: foo
+name: foo.v0.2.0
+image: quay.io/foo/bundle:v0.2.0
+properties:
+- type: olm.package
+  value: {packageName: foo, version: 0.2.0}
+- type: olm.gvk
+  value: {group: foo.io, kind: Foo, version: v1}
+`
+
+func validate(t *testing.T, files map[string]string) (*Validator, error) {
+	t.Helper()
+	v := NewValidator()
+	for path, content := range files {
+		err := Parse(strings.NewReader(content), func(o Object) error {
+			v.Add(path, o)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("parse %s: %v", path, err)
+		}
+	}
+	return v, v.Validate()
+}
+
+func TestValidateValid(t *testing.T) {
+	v, err := validate(t, map[string]string{"catalog.yaml": validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries:\n- reference: {schema: olm.bundle, name: foo.v0.1.0}\n  message: old\n- reference: {schema: olm.package}\n  message: gone\n---\nschema: custom.thing\nanything: [1, 2]\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := v.Stats(), (Stats{Packages: 1, Channels: 1, Bundles: 2, Deprecations: 1, Others: 1}); got != want {
+		t.Fatalf("stats %+v, want %+v", got, want)
+	}
+}
+
+func TestValidateRules(t *testing.T) {
+	replace := func(old, new string) string {
+		if !strings.Contains(validCatalog, old) {
+			panic("fixture lacks " + old)
+		}
+		return strings.Replace(validCatalog, old, new, 1)
+	}
+	tests := []struct {
+		name    string
+		catalog string
+		want    string
+	}{
+		{"package without name", replace("name: foo\ndefaultChannel", "defaultChannel") + "---\nschema: olm.package\nname: foo\ndefaultChannel: stable\n", "package with no name"},
+		{"duplicate package", validCatalog + "---\nschema: olm.package\nname: foo\n", `package "foo": duplicate package`},
+		{"package name not DNS-1123", strings.ReplaceAll(validCatalog, "foo", "Foo_Op"), `package "Foo_Op": invalid package name: a lowercase RFC 1123 label`},
+		{"channel of unknown package", validCatalog + "---\nschema: olm.channel\npackage: bar\nname: x\nentries: [{name: foo.v0.2.0}]\n", `package "bar": channel "x": unknown package`},
+		{"channel without name", validCatalog + "---\nschema: olm.channel\npackage: foo\nentries: [{name: foo.v0.2.0}]\n", `package "foo": channel with no name`},
+		{"duplicate channel", validCatalog + "---\nschema: olm.channel\npackage: foo\nname: stable\nentries: [{name: foo.v0.2.0}]\n", `package "foo": duplicate channel "stable"`},
+		{"duplicate entry", replace("- name: foo.v0.1.0\n- name", "- name: foo.v0.1.0\n- name: foo.v0.1.0\n- name"), `channel "stable": duplicate entry "foo.v0.1.0"`},
+		{"empty skip", replace("  replaces: foo.v0.1.0\n", "  replaces: foo.v0.1.0\n  skips: ['']\n"), `channel "stable", entry "foo.v0.2.0": skips[0] is empty`},
+		{"empty channel", validCatalog + "---\nschema: olm.channel\npackage: foo\nname: empty\n", `channel "empty": channel must contain at least one bundle`},
+		{"two heads", replace("  replaces: foo.v0.1.0\n", ""), `channel "stable": multiple channel heads found in graph: foo.v0.1.0, foo.v0.2.0`},
+		{"no head", replace("- name: foo.v0.1.0\n", "- name: foo.v0.1.0\n  replaces: foo.v0.2.0\n"), `channel "stable": no channel head found in graph`},
+		{"cycle", replace("- name: foo.v0.1.0\n", "- name: foo.v0.3.0\n  replaces: foo.v0.2.0\n- name: foo.v0.1.0\n  replaces: foo.v0.2.0\n") + "---\nschema: olm.bundle\npackage: foo\nname: foo.v0.3.0\nimage: x\nproperties: [{type: olm.package, value: {packageName: foo, version: 0.3.0}}]\n",
+			`channel "stable": detected cycle in replaces chain of upgrade graph: foo.v0.2.0 -> foo.v0.1.0 -> foo.v0.2.0`},
+		{"stranded", replace("  replaces: foo.v0.1.0\n", "  replaces: foo.v0.1.0\n  skips: [foo.v0.0.2]\n- name: foo.v0.0.2\n  replaces: foo.v0.0.1\n- name: foo.v0.0.1\n") +
+			"---\nschema: olm.bundle\npackage: foo\nname: foo.v0.0.1\nimage: x\nproperties: [{type: olm.package, value: {packageName: foo, version: 0.0.1}}]\n" +
+			"---\nschema: olm.bundle\npackage: foo\nname: foo.v0.0.2\nimage: x\nproperties: [{type: olm.package, value: {packageName: foo, version: 0.0.2}}]\n",
+			`channel "stable": channel contains one or more stranded bundles: foo.v0.0.1`},
+		{"bundle without package", validCatalog + "---\nschema: olm.bundle\nname: x\n", `bundle "x": package name must be set`},
+		{"bundle of unknown package", validCatalog + "---\nschema: olm.bundle\npackage: bar\nname: x\n", `package "bar": bundle "x": unknown package`},
+		{"duplicate bundle", validCatalog + "---\nschema: olm.bundle\npackage: foo\nname: foo.v0.1.0\nimage: x\nproperties: [{type: olm.package, value: {packageName: foo, version: 0.1.0}}]\n", `package "foo": duplicate bundle "foo.v0.1.0"`},
+		{"no olm.package property", replace("- type: olm.package\n  value: {packageName: foo, version: 0.1.0}\n", "- type: olm.gvk\n  value: {}\n"), `bundle "foo.v0.1.0": must have exactly 1 "olm.package" property, found 0`},
+		{"two olm.package properties", replace("  value: {packageName: foo, version: 0.1.0}\n", "  value: {packageName: foo, version: 0.1.0}\n- type: olm.package\n  value: {packageName: foo, version: 0.1.0}\n"), `bundle "foo.v0.1.0": must have exactly 1 "olm.package" property, found 2`},
+		{"olm.package names other package", replace("{packageName: foo, version: 0.1.0}", "{packageName: bar, version: 0.1.0}"), `bundle "foo.v0.1.0": package does not match "olm.package" property "bar"`},
+		{"version not semver", replace("version: 0.1.0}", "version: '0.1'}"), `bundle "foo.v0.1.0": error parsing version "0.1"`},
+		{"no image", replace("image: quay.io/foo/bundle:v0.1.0\n", ""), `bundle "foo.v0.1.0": bundle image must be set`},
+		{"bundle in no channel", validCatalog + "---\nschema: olm.bundle\npackage: foo\nname: foo.v9\nimage: x\nproperties: [{type: olm.package, value: {packageName: foo, version: 9.0.0}}]\n", `bundle "foo.v9": not found in any channel entries`},
+		{"entry without bundle", replace("- name: foo.v0.2.0\n  replaces", "- name: foo.v0.3.0\n  replaces: foo.v0.2.0\n- name: foo.v0.2.0\n  replaces"), `package "foo": no olm.bundle blobs found for olm.channel entries [foo.v0.3.0]`},
+		{"no channel", strings.Split(validCatalog, "---\nschema: olm.bundle")[0][:strings.Index(validCatalog, "---\nschema: olm.channel")], `package "foo": package must contain at least one channel`},
+		{"no default channel", replace("defaultChannel: stable\n", ""), `package "foo": default channel must be set`},
+		{"unknown default channel", replace("defaultChannel: stable", "defaultChannel: fast"), `package "foo": default channel "fast" not found in channels list`},
+		{"duplicate versions", replace("version: 0.2.0}", "version: 0.1.0}"), `package "foo": duplicate versions found in bundles: [{0.1.0: [foo.v0.1.0, foo.v0.2.0]}]`},
+		{"type error", replace("image: quay.io/foo/bundle:v0.1.0", "image: quay.io/foo/bundle:v0.1.0\nrelatedImages: [{name: [x]}]"), `bundle "foo.v0.1.0": relatedImages[0].name: cannot unmarshal array into a string`},
+		{"property without value", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.gvk\n"), `bundle "foo.v0.2.0": property[1] of type "olm.gvk": unexpected end of JSON input`},
+		{"bad bundle object data", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.bundle.object\n  value: {data: '!!'}\n"), `bundle "foo.v0.2.0": property[1] of type "olm.bundle.object" data: illegal base64 data`},
+		{"deprecation without package", validCatalog + "---\nschema: olm.deprecations\n", `package name must be set for deprecation item 0`},
+		{"deprecation of unknown package", validCatalog + "---\nschema: olm.deprecations\npackage: bar\n", `cannot apply deprecations to an unknown package "bar"`},
+		{"two deprecations", validCatalog + "---\nschema: olm.deprecations\npackage: foo\n---\nschema: olm.deprecations\npackage: foo\n", `package "foo": expected a maximum of one deprecation per package`},
+		{"deprecation entry without schema", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {name: x}, message: m}]\n", `package "foo": schema must be set for deprecation entry [0]`},
+		{"deprecation without message", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.channel, name: stable}}]\n", `package "foo": deprecation entry [0] must have a message`},
+		{"duplicate deprecation entry", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.package}, message: m}, {reference: {schema: olm.package}, message: m2}]\n", `package "foo": duplicate deprecation entry for olm.package ""`},
+		{"deprecated bundle not found", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.bundle, name: foo.v9}, message: m}]\n", `package "foo": cannot deprecate bundle "foo.v9": bundle not found`},
+		{"deprecated channel not found", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.channel, name: fast}, message: m}]\n", `package "foo": cannot deprecate channel "fast": channel not found`},
+		{"deprecated package with name", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.package, name: foo}, message: m}]\n", `package "foo": package name must be empty for deprecated package (specified "foo")`},
+		{"deprecation of unknown schema", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.thing, name: x}, message: m}]\n", `package "foo": cannot deprecate object olm.thing "x" referenced by entry 0: object schema unknown`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := validate(t, map[string]string{"catalog.yaml": tt.catalog})
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error does not match ErrInvalid: %v", err)
+			}
+			var all []string
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				all = append(all, e.Error())
+			}
+			if len(all) != 1 || !strings.Contains(all[0], tt.want) {
+				t.Fatalf("got %d error(s):\n%s\nwant exactly one containing %q", len(all), strings.Join(all, "\n"), tt.want)
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Path != "" && ve.Path != "catalog.yaml" {
+				t.Fatalf("no ValidationError with path in %v", err)
+			}
+		})
+	}
+}
+
+func TestValidateSchemaless(t *testing.T) {
+	v := NewValidator()
+	v.Add("x.json", Object{Blob: []byte(`{"name":"a"}` + "\n")})
+	err := v.Validate()
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `object '{"name":"a"}' is missing root schema field (x.json)`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestValidateBlobOnly checks objects built without Parse (Ref nil).
+func TestValidateBlobOnly(t *testing.T) {
+	v := NewValidator()
+	var objs []Object
+	if err := Parse(strings.NewReader(validCatalog), func(o Object) error {
+		o.Ref = nil
+		objs = append(objs, o)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		v.Add("c.yaml", o)
+	}
+	if err := v.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	objs[2].Blob = []byte(strings.Replace(string(objs[2].Blob), `"image":"quay.io/foo/bundle:v0.1.0",`, "", 1))
+	v = NewValidator()
+	for _, o := range objs {
+		v.Add("c.yaml", o)
+	}
+	if err := v.Validate(); err == nil || !strings.Contains(err.Error(), "bundle image must be set") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestValidateRealCatalogs runs real catalogs through Parse and Validate.
+func TestValidateRealCatalogs(t *testing.T) {
+	dirs := map[string]Stats{
+		"../../testdata/fbc/tiny/configs":                  {Packages: 1, Channels: 1, Bundles: 1},
+		"../../testdata/fbc/community-v4.21-3pkgs/configs": {},
+	}
+	if _, err := os.Stat(sharedFBC); err == nil {
+		dirs[sharedFBC+"/community-v4.21/configs"] = Stats{Bundles: 745}
+		dirs[sharedFBC+"/community-v4.21-3pkgs/configs"] = Stats{Packages: 3}
+		dirs[sharedFBC+"/tiny/configs"] = Stats{Packages: 1, Channels: 1, Bundles: 1}
+	} else {
+		t.Logf("%s absent: only the bundled fixtures are validated", sharedFBC)
+	}
+	for dir, want := range dirs {
+		t.Run(filepath.Base(filepath.Dir(dir)), func(t *testing.T) {
+			v := NewValidator()
+			for _, f := range catalogFiles(t, dir) {
+				fh, err := os.Open(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = Parse(fh, func(o Object) error { v.Add(f, o); return nil })
+				fh.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := v.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got := v.Stats()
+			if got.Packages == 0 || got.Bundles == 0 {
+				t.Fatalf("stats %+v: catalog not read", got)
+			}
+			if want.Packages != 0 && got.Packages != want.Packages || want.Bundles != 0 && got.Bundles != want.Bundles {
+				t.Fatalf("stats %+v, want %+v", got, want)
+			}
+			t.Logf("%+v", got)
+		})
+	}
+}
