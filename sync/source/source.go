@@ -51,7 +51,7 @@ type Host struct {
 }
 
 type options struct {
-	platform   platform.Platform
+	platform   string
 	hosts      []Host
 	dockerCfg  bool
 	retryLimit int
@@ -65,13 +65,7 @@ type options struct {
 type Option func(*options)
 
 // WithPlatform selects the manifest picked from an image index ("os/arch[/variant]").
-func WithPlatform(p string) Option {
-	return func(o *options) {
-		if pl, err := platform.Parse(p); err == nil {
-			o.platform = pl
-		}
-	}
-}
+func WithPlatform(p string) Option { return func(o *options) { o.platform = p } }
 
 // WithHosts configures registry hosts (plain HTTP, self-signed TLS, rate).
 func WithHosts(hosts ...Host) Option { return func(o *options) { o.hosts = append(o.hosts, hosts...) } }
@@ -102,7 +96,7 @@ type Source struct {
 // New returns a Source.
 func New(opts ...Option) (*Source, error) {
 	o := options{
-		platform:   platform.Platform{OS: "linux", Architecture: "amd64"},
+		platform:   "linux/amd64",
 		dockerCfg:  true,
 		retryLimit: 2,
 		delayInit:  200 * time.Millisecond,
@@ -111,6 +105,10 @@ func New(opts ...Option) (*Source, error) {
 	}
 	for _, fn := range opts {
 		fn(&o)
+	}
+	plat, err := platform.Parse(o.platform)
+	if err != nil || plat.OS == "" || plat.Architecture == "" {
+		return nil, fmt.Errorf("invalid platform %q: want os/arch[/variant]", o.platform)
 	}
 	base := o.transport
 	if base == nil {
@@ -144,7 +142,7 @@ func New(opts ...Option) (*Source, error) {
 		}
 		rcOpts = append(rcOpts, regclient.WithConfigHost(ch))
 	}
-	return &Source{rc: regclient.New(rcOpts...), platform: o.platform, ra: ra}, nil
+	return &Source{rc: regclient.New(rcOpts...), platform: plat, ra: ra}, nil
 }
 
 // Resolved is an image reference pinned to a digest.
@@ -434,12 +432,17 @@ type recordingTransport struct {
 	ra   *retryAfter
 }
 
+// RoundTrip records Retry-After and hides it from regclient, which would
+// otherwise sleep it out inside the request: the sync must fail at once,
+// show "Retrying" on the status, and let the engine wait (honouring the
+// recorded delay) without holding a worker.
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		if d := parseRetryAfter(resp.Header.Get("Retry-After")); d > 0 {
 			t.ra.set(req.URL.Host, d)
 		}
+		resp.Header.Del("Retry-After")
 	}
 	return resp, err
 }

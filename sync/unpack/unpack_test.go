@@ -96,10 +96,10 @@ func TestLayerSemantics(t *testing.T) {
 	)
 	upper := layer(t,
 		ent{name: "./configs/a/catalog.yaml", body: "a2"}, // replaced
-		ent{name: "configs/b/.wh.catalog.yaml"},          // deleted
-		ent{name: "configs/.wh.c"},                       // whole dir deleted
-		ent{name: "configs/d/.wh..wh..opq"},              // opaque: lower d/* hidden
-		ent{name: "configs/d/z.json", body: "d3"},        // but this layer's entries stay
+		ent{name: "configs/b/.wh.catalog.yaml"},           // deleted
+		ent{name: "configs/.wh.c"},                        // whole dir deleted
+		ent{name: "configs/d/.wh..wh..opq"},               // opaque: lower d/* hidden
+		ent{name: "configs/d/z.json", body: "d3"},         // but this layer's entries stay
 	)
 	got, order, err := run(t, "/configs", Limits{}, base, upper)
 	if err != nil {

@@ -1,0 +1,358 @@
+// Command catalogsync syncs Operator catalogs from OCI images into object
+// storage and serves them.
+//
+//	catalogsync sync  --name NAME --image REF [--store DIR]   one-shot sync
+//	catalogsync serve [--config FILE] [--store DIR]           long-running service
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/fs"
+	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/source"
+)
+
+const defaultStore = ".catalogsync/store"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "sync":
+		err = cmdSync(ctx, args[1:], stdout, stderr)
+	case "serve":
+		err = cmdServe(ctx, args[1:], stderr)
+	case "-h", "--help", "help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "catalogsync: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "catalogsync:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "catalogsync:", err)
+		return 1
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  catalogsync sync  --name NAME --image REF [--store DIR] [flags]   sync one catalog and exit
+  catalogsync serve [--config FILE] [--store DIR] [--addr ADDR]    keep catalogs synced
+Run "catalogsync CMD -h" for a command's flags.
+`)
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// commonFlags are the flags that configure how images are read and where
+// catalogs are stored.
+type commonFlags struct {
+	store     string
+	platform  string
+	plainHTTP string
+	insecure  string
+	tmpDir    string
+	logLevel  string
+	noDocker  bool
+}
+
+func (c *commonFlags) register(fset *flag.FlagSet) {
+	fset.StringVar(&c.store, "store", envOr("CATALOGSYNC_STORE", ""), "local directory for stored catalogs (env CATALOGSYNC_STORE; default "+defaultStore+")")
+	fset.StringVar(&c.platform, "platform", envOr("CATALOGSYNC_PLATFORM", "linux/amd64"), "platform picked from multi-platform images (env CATALOGSYNC_PLATFORM)")
+	fset.StringVar(&c.plainHTTP, "plain-http", envOr("CATALOGSYNC_PLAIN_HTTP", ""), "comma-separated registry hosts reached over plain HTTP (env CATALOGSYNC_PLAIN_HTTP)")
+	fset.StringVar(&c.insecure, "insecure-skip-tls-verify", envOr("CATALOGSYNC_INSECURE_HOSTS", ""), "comma-separated registry hosts whose TLS certificate is not verified (env CATALOGSYNC_INSECURE_HOSTS)")
+	fset.StringVar(&c.tmpDir, "tmp-dir", envOr("CATALOGSYNC_TMP_DIR", ""), "directory for the spool file while a sync runs (env CATALOGSYNC_TMP_DIR; default the system temp dir)")
+	fset.StringVar(&c.logLevel, "log-level", envOr("CATALOGSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (env CATALOGSYNC_LOG_LEVEL)")
+	fset.BoolVar(&c.noDocker, "no-docker-config", false, "do not read registry credentials from the docker config")
+}
+
+func (c *commonFlags) hosts(extra []source.Host) []source.Host {
+	hosts := append([]source.Host(nil), extra...)
+	for _, h := range splitList(c.plainHTTP) {
+		hosts = append(hosts, source.Host{Name: h, PlainHTTP: true})
+	}
+	for _, h := range splitList(c.insecure) {
+		hosts = append(hosts, source.Host{Name: h, InsecureSkipVerify: true})
+	}
+	return hosts
+}
+
+func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, usageError{fmt.Sprintf("--log-level: %v", err)}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host) (*csync.Pipeline, *source.Source, error) {
+	src, err := source.New(
+		source.WithPlatform(c.platform),
+		source.WithHosts(c.hosts(extraHosts)...),
+		source.WithDockerConfig(!c.noDocker),
+		source.WithLogger(log),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	return csync.NewPipeline(src, store, csync.WithTempDir(c.tmpDir), csync.WithLogger(log)), src, nil
+}
+
+func openStore(dir string) (storage.Store, string, error) {
+	if dir == "" {
+		dir = defaultStore
+	}
+	s, err := fs.New(dir)
+	if err != nil {
+		return nil, dir, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return s, dir, nil
+}
+
+// closeStore releases a store's handles, for backends that hold any.
+func closeStore(s storage.Store) {
+	if c, ok := s.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("sync", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fset)
+	name := fset.String("name", "", "catalog name (DNS-1123)")
+	image := fset.String("image", "", "image reference: host/repo:tag, host/repo@sha256:…, or ocidir://path:tag")
+	if err := fset.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *name == "" || *image == "" || fset.NArg() > 0 {
+		return usageError{"sync needs --name and --image"}
+	}
+	log, err := cf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	store, dir, err := openStore(cf.store)
+	if err != nil {
+		return err
+	}
+	defer closeStore(store)
+	// The progress observer reports every phase; the pipeline's own log
+	// would say the same again, so it only speaks up for warnings.
+	plLog := log
+	if log.Enabled(ctx, slog.LevelInfo) && !log.Enabled(ctx, slog.LevelDebug) {
+		plLog = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	pl, src, err := cf.pipeline(plLog, store, nil)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	var obs csync.Observer
+	var done chan struct{}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		b := newBar(stderr)
+		obs, done = b, b.done
+	} else {
+		o := newLogObserver(log)
+		obs, done = o, o.done
+	}
+	res, err := pl.Run(ctx, csync.Catalog{Name: *name, Image: *image}, obs)
+	// Let the last progress line print before the summary.
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	if err != nil {
+		return err
+	}
+	return printSummary(ctx, stdout, store, dir, res)
+}
+
+// printSummary says what is stored, so a user sees where the catalog went.
+func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir string, res csync.Result) error {
+	fmt.Fprintf(w, "catalog %q: %s %s (%s)\n", res.Catalog, res.Action, res.Digest, res.Duration.Round(time.Millisecond))
+	fmt.Fprintf(w, "  image       %s\n  resolved    %s\n", res.Image, res.ResolvedRef)
+	m := res.Meta
+	fmt.Fprintf(w, "  objects     %d (%s)\n", m.Objects, formatCounts(m.Schemas))
+	fmt.Fprintf(w, "  size        %d bytes, sha256 %s\n", m.Size, m.SHA256)
+	key, err := catalog.ContentKey(res.Catalog, res.Digest)
+	if err != nil {
+		return err
+	}
+	infos, err := store.List(ctx, path.Dir(key)+"/")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "stored under %s:\n", dir)
+	for _, in := range infos {
+		fmt.Fprintf(w, "  %-90s %10d\n", in.Key, in.Size)
+	}
+	if ptr, _, err := catalog.Current(ctx, store, res.Catalog); err == nil {
+		fmt.Fprintf(w, "  %-90s -> %s\n", path.Join(path.Dir(path.Dir(key)), "current"), ptr.Digest)
+	}
+	return nil
+}
+
+func formatCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range []string{"olm.package", "olm.channel", "olm.bundle"} {
+		if n, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%d %s", n, strings.TrimPrefix(k, "olm.")+"s"))
+		}
+	}
+	var others int
+	for k, n := range m {
+		if k != "olm.package" && k != "olm.channel" && k != "olm.bundle" {
+			others += n
+		}
+	}
+	if others > 0 {
+		parts = append(parts, fmt.Sprintf("%d others", others))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fset := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fset)
+	cfgPath := fset.String("config", envOr("CATALOGSYNC_CONFIG", ""), "YAML file listing catalogs (env CATALOGSYNC_CONFIG)")
+	addr := fset.String("addr", envOr("CATALOGSYNC_ADDR", ":"+envOr("PORT", "8080")), "listen address (env CATALOGSYNC_ADDR, or :$PORT)")
+	if err := fset.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fset.NArg() > 0 {
+		return usageError{"serve takes no arguments"}
+	}
+	log, err := cf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	var cfg Config
+	if *cfgPath != "" {
+		if cfg, err = loadConfig(*cfgPath); err != nil {
+			return err
+		}
+	}
+	if cf.store == "" {
+		cf.store = cfg.Storage.Dir
+	}
+	if cfg.Platform != "" && cf.platform == "linux/amd64" {
+		cf.platform = cfg.Platform
+	}
+	store, dir, err := openStore(cf.store)
+	if err != nil {
+		return err
+	}
+	defer closeStore(store)
+	// Refuse to start on a store that cannot be read: better now than at
+	// the first sync.
+	if _, err := store.List(ctx, "catalogs/"); err != nil {
+		return fmt.Errorf("store %s is not usable: %w", dir, err)
+	}
+	pl, src, err := cf.pipeline(log, store, cfg.Registries)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		rctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := store.Stat(rctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
+			http.Error(w, "storage unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
+
+	poller := &csync.Poller{Pipeline: pl}
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		poller.Run(ctx, cfg.catalogs())
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	<-pollDone
+	log.Info("stopped")
+	return err
+}
+
+func envOr(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

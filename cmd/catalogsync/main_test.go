@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/fs"
+)
+
+func sample(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../examples/sample-catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "ocidir://" + p + ":v1"
+}
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestSyncCommand(t *testing.T) {
+	store := t.TempDir()
+	code, out, stderr := runCLI(t, "sync", "--name", "sample", "--image", sample(t), "--store", store)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{`catalog "sample": Published sha256:`, "46 (3 packages, 6 channels, 37 bundles)", "catalog.jsonl", "/index", "meta.json", "catalogs/sample/current"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{"Resolving", "Pulling", "Validating 37 bundles", "Indexing 46 objects", "Published"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("progress lacks %q:\n%s", want, stderr)
+		}
+	}
+	code, out, _ = runCLI(t, "sync", "--name", "sample", "--image", sample(t), "--store", store)
+	if code != 0 || !strings.Contains(out, "UpToDate") {
+		t.Fatalf("second sync: exit %d\n%s", code, out)
+	}
+}
+
+func TestSyncCommandErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{}, 2, "usage"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"sync", "--name", "x"}, 2, "needs --name and --image"},
+		{[]string{"sync", "--name", "x", "--image", "ocidir://x:v1", "--log-level", "loud"}, 2, "--log-level"},
+		{[]string{"sync", "--name", "x", "--image", "ocidir://x:v1", "--platform", "nonsense"}, 1, "invalid platform"},
+		{[]string{"sync", "--name", "x", "--image", "ocidir://" + t.TempDir() + "/missing:v1", "--store", t.TempDir()}, 1, "retryable"},
+		{[]string{"sync", "--name", "Bad_Name", "--image", "ocidir://x:v1", "--store", t.TempDir()}, 1, "terminal"},
+	}
+	for _, c := range cases {
+		code, out, stderr := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(out+stderr, c.msg) {
+			t.Errorf("%v: exit %d, want %d with %q\n%s%s", c.args, code, c.code, c.msg, out, stderr)
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func TestServeSyncsConfiguredCatalogs(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	cfg := filepath.Join(dir, "catalogsync.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("storage:\n  dir: %s\ncatalogs:\n- name: sample\n  image: %s\n  pollIntervalMinutes: 1\n", store, sample(t))), 0o644)
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out, errb bytes.Buffer
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--addr", addr}, &out, &errb) }()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready: %v\n%s", err, errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st, err := fs.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for {
+		if p, _, err := catalog.Current(ctx, st, "sample"); err == nil && p.Digest != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("catalog never published\n%s", errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d\n%s", code, errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop on cancel")
+	}
+}
+
+func TestServeRejectsBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"unknown field": "catalogs:\n- name: a\n  image: ocidir://x:v1\n  colour: red\n",
+		"bad name":      "catalogs:\n- name: A_B\n  image: ocidir://x:v1\n",
+		"duplicate":     "catalogs:\n- name: a\n  image: ocidir://x:v1\n- name: a\n  image: ocidir://y:v1\n",
+		"bad image":     "catalogs:\n- name: a\n  image: 'not a ref!'\n",
+	} {
+		cfg := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+		os.WriteFile(cfg, []byte(body), 0o644)
+		code, _, stderr := runCLI(t, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
+		if code != 1 || !strings.Contains(stderr, cfg) {
+			t.Errorf("%s: exit %d: %s", name, code, stderr)
+		}
+	}
+}

@@ -1,0 +1,488 @@
+// Package sync turns a catalog image into a published catalog: resolve the
+// tag (one HEAD), skip what is already published or stored, otherwise
+// stream the layers, unpack, parse and validate the FBC, write the catalog
+// and its index, and swap the pointer. Every decision reads the actual
+// state (the registry's digest, the stored pointer), never a status
+// written earlier.
+package sync
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	stdsync "sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/fbc"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/sync/unpack"
+)
+
+// Catalog is what to sync: a name and the image it comes from.
+type Catalog struct {
+	Name  string
+	Image string
+	// PollInterval is how often a tag is re-resolved (0: never polled).
+	PollInterval time.Duration
+}
+
+// Action says what a successful sync did.
+type Action string
+
+const (
+	// ActionUpToDate: the tag still resolves to the published digest.
+	ActionUpToDate Action = "UpToDate"
+	// ActionReused: the digest's content was already stored; only the
+	// pointer moved.
+	ActionReused Action = "Reused"
+	// ActionPublished: the image was pulled, validated and published.
+	ActionPublished Action = "Published"
+)
+
+// Result describes a successful sync.
+type Result struct {
+	Catalog     string
+	Image       string
+	Digest      string
+	ResolvedRef string
+	Action      Action
+	// Meta is the published content's description.
+	Meta catalog.Meta
+	// BytesPulled counts compressed layer bytes read from the registry.
+	BytesPulled int64
+	Duration    time.Duration
+	// Phases holds how long each phase took.
+	Phases map[Phase]time.Duration
+}
+
+// Pipeline runs syncs. It is safe for concurrent use, but two syncs of the
+// same catalog must not overlap (the engine serialises them).
+type Pipeline struct {
+	src     *source.Source
+	store   storage.Store
+	limits  unpack.Limits
+	workers int
+	budget  int64
+	inline  int64
+	tmpDir  string
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// PipelineOption configures a Pipeline.
+type PipelineOption func(*Pipeline)
+
+// WithLimits sets the caps applied to images.
+func WithLimits(l unpack.Limits) PipelineOption { return func(p *Pipeline) { p.limits = l } }
+
+// WithWorkers sets how many files are parsed at once (default GOMAXPROCS).
+func WithWorkers(n int) PipelineOption {
+	return func(p *Pipeline) {
+		if n > 0 {
+			p.workers = n
+		}
+	}
+}
+
+// WithTempDir sets where the spool file lives (default os.TempDir()).
+func WithTempDir(dir string) PipelineOption { return func(p *Pipeline) { p.tmpDir = dir } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) PipelineOption { return func(p *Pipeline) { p.log = l } }
+
+// WithClock replaces time.Now (tests).
+func WithClock(now func() time.Time) PipelineOption { return func(p *Pipeline) { p.now = now } }
+
+// NewPipeline returns a Pipeline reading images from src into store.
+func NewPipeline(src *source.Source, store storage.Store, opts ...PipelineOption) *Pipeline {
+	p := &Pipeline{
+		src:     src,
+		store:   store,
+		limits:  unpack.DefaultLimits,
+		workers: runtime.GOMAXPROCS(0),
+		// Files are read whole and parsed on worker goroutines while the
+		// next ones stream in; the budget caps the bytes held by files
+		// waiting or in parse. A file larger than inline is parsed as it
+		// streams, on the reading goroutine.
+		budget: 16 << 20,
+		inline: 4 << 20,
+		log:    slog.New(slog.DiscardHandler),
+		now:    time.Now,
+	}
+	for _, fn := range opts {
+		fn(p)
+	}
+	return p
+}
+
+// Run syncs one catalog and reports progress to obs. What was published
+// before stays published unless Run publishes a complete new catalog.
+func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Result, err error) {
+	rep := newReporter(c.Name, p.now, obs)
+	defer rep.close()
+	start := p.now()
+	res = Result{Catalog: c.Name, Image: c.Image, Phases: map[Phase]time.Duration{}}
+	defer func() {
+		res.Duration = p.now().Sub(start)
+		if err != nil {
+			se, ok := AsError(err)
+			if !ok {
+				se = &Error{Phase: PhaseFailed, Reason: ReasonInternal, Retryable: true, Err: err}
+				err = se
+			}
+			if ctx.Err() != nil && se.Reason != ReasonCanceled {
+				se.Reason, se.Retryable = ReasonCanceled, true
+			}
+			rep.emit(Event{Phase: PhaseFailed, Err: se})
+			p.log.Warn("sync failed", "catalog", c.Name, "image", c.Image, "err", err)
+			return
+		}
+		r := res
+		rep.emit(Event{Phase: PhasePublished, Result: &r, Objects: res.Meta.Objects})
+		p.log.Info("sync done", "catalog", c.Name, "action", res.Action, "digest", res.Digest,
+			"duration", res.Duration.Round(time.Millisecond), "bytesPulled", res.BytesPulled)
+	}()
+	if !catalog.ValidName(c.Name) {
+		return res, &Error{Phase: PhaseResolving, Reason: ReasonInvalidRef, Err: fmt.Errorf("%w: %q", catalog.ErrInvalidName, c.Name)}
+	}
+
+	phase := func(ph Phase, since time.Time) { res.Phases[ph] += p.now().Sub(since) }
+
+	t := p.now()
+	rep.emit(Event{Phase: PhaseResolving})
+	resolved, err := p.src.Resolve(ctx, c.Image)
+	if err != nil {
+		return res, registryError(PhaseResolving, err)
+	}
+	rep.digest = resolved.Digest
+	res.Digest, res.ResolvedRef = resolved.Digest, resolved.Ref
+	phase(PhaseResolving, t)
+
+	// Level-based: compare with what storage actually holds.
+	cur, _, err := catalog.Current(ctx, p.store, c.Name)
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return res, storageError(PhaseResolving, err)
+	}
+	poll := catalog.Poll{Time: p.now(), Ref: c.Image, Digest: resolved.Digest}
+	if err == nil && cur.Digest == resolved.Digest && cur.Ref == c.Image {
+		if meta, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest); err == nil && ok {
+			res.Action, res.Meta = ActionUpToDate, meta
+			p.recordPoll(ctx, c.Name, poll)
+			return res, nil
+		}
+	}
+	pointer := catalog.Pointer{Digest: resolved.Digest, Ref: c.Image, ResolvedRef: resolved.Ref, ResolvedAt: poll.Time}
+	if meta, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest); err != nil {
+		return res, storageError(PhaseResolving, err)
+	} else if ok {
+		t = p.now()
+		rep.emit(Event{Phase: PhasePublishing})
+		if err := p.publish(ctx, c.Name, pointer); err != nil {
+			return res, err
+		}
+		phase(PhasePublishing, t)
+		res.Action, res.Meta = ActionReused, meta
+		p.recordPoll(ctx, c.Name, poll)
+		return res, nil
+	}
+
+	meta, pulled, err := p.pull(ctx, c, resolved, rep, phase)
+	res.BytesPulled = pulled
+	if err != nil {
+		return res, err
+	}
+	t = p.now()
+	rep.emit(Event{Phase: PhasePublishing, Objects: meta.Objects})
+	pointer.PublishedAt = p.now()
+	if err := p.publish(ctx, c.Name, pointer); err != nil {
+		return res, err
+	}
+	phase(PhasePublishing, t)
+	res.Action, res.Meta = ActionPublished, meta
+	p.recordPoll(ctx, c.Name, poll)
+	return res, nil
+}
+
+func (p *Pipeline) publish(ctx context.Context, name string, ptr catalog.Pointer) error {
+	if ptr.PublishedAt.IsZero() {
+		ptr.PublishedAt = p.now()
+	}
+	if err := catalog.Publish(ctx, p.store, name, ptr); err != nil {
+		if errors.Is(err, catalog.ErrStale) {
+			// Another replica published a newer resolution meanwhile;
+			// moving the pointer back would be wrong, and nothing failed.
+			p.log.Info("newer resolution already published", "catalog", name, "digest", ptr.Digest)
+			return nil
+		}
+		return storageError(PhasePublishing, err)
+	}
+	return nil
+}
+
+// recordPoll notes the poll for due-ness; failing to record it must not
+// fail a sync that did its job.
+func (p *Pipeline) recordPoll(ctx context.Context, name string, poll catalog.Poll) {
+	if err := catalog.RecordPoll(ctx, p.store, name, poll); err != nil {
+		p.log.Warn("record poll", "catalog", name, "err", err)
+	}
+}
+
+// objRec locates one parsed object in the spool.
+type objRec struct {
+	schema, pkg, name string
+	off               int64
+	n                 int
+	obj               fbc.Object // Blob cleared: only what validation needs
+}
+
+// fileResult is what parsing one file produced. A parse error is kept, not
+// returned, because .indexignore may still exclude the file.
+type fileResult struct {
+	objs []objRec
+	err  error
+}
+
+// spool holds parsed objects on local disk until the final file order is
+// known, so memory does not grow with the catalog.
+type spool struct {
+	mu   stdsync.Mutex
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+}
+
+func (s *spool) append(b []byte) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off := s.size
+	n, err := s.w.Write(b)
+	s.size += int64(n)
+	return off, err
+}
+
+func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved, rep *reporter, phase func(Phase, time.Time)) (catalog.Meta, int64, error) {
+	var pulled int64
+	t := p.now()
+	img, err := p.src.Open(ctx, resolved)
+	if err != nil {
+		if errors.Is(err, source.ErrMissingLabel) {
+			// A tag may be re-pushed with the label; a digest never changes.
+			return catalog.Meta{}, 0, &Error{Phase: PhasePulling, Reason: ReasonMissingLabel, Retryable: !resolved.Pinned, Err: err}
+		}
+		return catalog.Meta{}, 0, registryError(PhasePulling, err)
+	}
+	u, err := unpack.New(img.ConfigsDir, p.limits)
+	if err != nil {
+		return catalog.Meta{}, 0, &Error{Phase: PhasePulling, Reason: ReasonUnsafeImage, Err: err}
+	}
+	f, err := os.CreateTemp(p.tmpDir, "catalogsync-spool-*")
+	if err != nil {
+		return catalog.Meta{}, 0, &Error{Phase: PhasePulling, Reason: ReasonInternal, Retryable: true, Err: err}
+	}
+	defer func() { f.Close(); os.Remove(f.Name()) }()
+	sp := &spool{f: f, w: bufio.NewWriterSize(f, 256<<10)}
+
+	var (
+		mu      stdsync.Mutex
+		results = map[string]*fileResult{}
+		wg      stdsync.WaitGroup
+		sem     = semaphore.NewWeighted(p.budget)
+		workers = semaphore.NewWeighted(int64(p.workers))
+		fileErr error // a spool write failure: fatal, unlike parse errors
+	)
+	parse := func(path string, r io.Reader) {
+		fr := &fileResult{}
+		fr.err = fbc.Parse(r, func(o fbc.Object) error {
+			off, err := sp.append(o.Blob)
+			if err != nil {
+				mu.Lock()
+				fileErr = err
+				mu.Unlock()
+				return err
+			}
+			rec := objRec{schema: o.Schema, pkg: o.Package, name: o.Name, off: off, n: len(o.Blob), obj: o}
+			rec.obj.Blob = nil
+			fr.objs = append(fr.objs, rec)
+			return nil
+		})
+		mu.Lock()
+		results[path] = fr
+		mu.Unlock()
+	}
+	handle := func(path string, size int64, r io.Reader) error {
+		if size > p.inline {
+			parse(path, r)
+			// Drain what a failed parse left, so the tar stream goes on.
+			_, err := io.Copy(io.Discard, r)
+			return err
+		}
+		w := max(size, 1)
+		if err := sem.Acquire(ctx, w); err != nil {
+			return err
+		}
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			sem.Release(w)
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if err := workers.Acquire(ctx, 1); err != nil {
+			sem.Release(w)
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer sem.Release(w)
+			defer workers.Release(1)
+			parse(path, bytes.NewReader(buf))
+		}()
+		return nil
+	}
+
+	for i := len(img.Layers) - 1; i >= 0; i-- {
+		l := img.Layers[i]
+		ev := Event{Phase: PhasePulling, Layer: len(img.Layers) - i, Layers: len(img.Layers), LayerDigest: l.Digest, BytesTotal: l.Size}
+		rep.emit(ev)
+		lr, err := p.src.OpenLayer(ctx, img, i, func(done int64) {
+			e := ev
+			e.BytesDone = done
+			rep.emit(e)
+		})
+		if err != nil {
+			wg.Wait()
+			return catalog.Meta{}, pulled, registryError(PhasePulling, err)
+		}
+		err = u.Layer(lr, handle)
+		if err == nil {
+			err = lr.Finish()
+		}
+		lr.Close()
+		pulled += l.Size
+		if err != nil {
+			wg.Wait()
+			return catalog.Meta{}, pulled, layerError(err)
+		}
+	}
+	wg.Wait()
+	if fileErr != nil {
+		return catalog.Meta{}, pulled, &Error{Phase: PhaseUnpacking, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", fileErr)}
+	}
+	if err := sp.w.Flush(); err != nil {
+		return catalog.Meta{}, pulled, &Error{Phase: PhaseUnpacking, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
+	}
+	phase(PhasePulling, t)
+
+	t = p.now()
+	rep.emit(Event{Phase: PhaseUnpacking})
+	files, err := u.Files()
+	if err != nil {
+		return catalog.Meta{}, pulled, layerError(err)
+	}
+	phase(PhaseUnpacking, t)
+
+	// Validate in catalog order, before anything is written to storage.
+	t = p.now()
+	v := fbc.NewValidator()
+	var objects int
+	for _, file := range files {
+		fr := results[file.Content]
+		if fr == nil {
+			return catalog.Meta{}, pulled, &Error{Phase: PhaseValidating, Reason: ReasonInternal, Err: fmt.Errorf("file %s was not parsed", file.Content)}
+		}
+		if fr.err != nil {
+			return catalog.Meta{}, pulled, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog,
+				Err: fmt.Errorf("%s: %w", file.Path, fr.err)}
+		}
+		for _, o := range fr.objs {
+			v.Add(file.Path, o.obj)
+		}
+		objects += len(fr.objs)
+	}
+	st := v.Stats()
+	rep.emit(Event{Phase: PhaseValidating, Bundles: st.Bundles, Packages: st.Packages, Objects: objects})
+	if err := v.Validate(); err != nil {
+		return catalog.Meta{}, pulled, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: err}
+	}
+	phase(PhaseValidating, t)
+
+	t = p.now()
+	rep.emit(Event{Phase: PhaseIndexing, Bundles: st.Bundles, Packages: st.Packages, Objects: objects})
+	w, err := catalog.NewWriter(ctx, p.store, c.Name, resolved.Digest)
+	if err != nil {
+		return catalog.Meta{}, pulled, storageError(PhaseIndexing, err)
+	}
+	buf := make([]byte, 0, 64<<10)
+	for _, file := range files {
+		for _, o := range results[file.Content].objs {
+			if cap(buf) < o.n {
+				buf = make([]byte, o.n)
+			}
+			b := buf[:o.n]
+			if _, err := f.ReadAt(b, o.off); err != nil {
+				w.Abort()
+				return catalog.Meta{}, pulled, &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
+			}
+			if err := w.Add(o.schema, o.pkg, o.name, b); err != nil {
+				w.Abort()
+				return catalog.Meta{}, pulled, storageError(PhaseIndexing, err)
+			}
+		}
+	}
+	meta, err := w.Commit(ctx, catalog.Meta{
+		Ref: c.Image,
+		Stats: map[string]any{
+			"resolvedRef":    resolved.Ref,
+			"manifestDigest": img.ManifestDigest,
+			"layers":         len(img.Layers),
+			"bytesPulled":    pulled,
+			"packages":       st.Packages,
+			"channels":       st.Channels,
+			"bundles":        st.Bundles,
+		},
+	})
+	if err != nil {
+		return catalog.Meta{}, pulled, storageError(PhaseIndexing, err)
+	}
+	phase(PhaseIndexing, t)
+	return meta, pulled, nil
+}
+
+func registryError(ph Phase, err error) error {
+	reason := ReasonRegistry
+	switch {
+	case errors.Is(err, source.ErrInvalidRef):
+		reason = ReasonInvalidRef
+	case errors.Is(err, source.ErrNotImage):
+		reason = ReasonNotCatalogImage
+	}
+	return &Error{Phase: ph, Reason: reason, Retryable: source.Retryable(err), RetryAfter: source.RetryAfter(err), Err: err}
+}
+
+func storageError(ph Phase, err error) error {
+	return &Error{Phase: ph, Reason: ReasonStorage, Retryable: true, Err: err}
+}
+
+// layerError classifies what went wrong while streaming layers: unsafe or
+// oversized content is terminal; anything else (a connection reset, a
+// digest mismatch) is worth a retry.
+func layerError(err error) error {
+	switch {
+	case errors.Is(err, unpack.ErrUnsafe), errors.Is(err, unpack.ErrNoConfigs):
+		return &Error{Phase: PhaseUnpacking, Reason: ReasonUnsafeImage, Err: err}
+	case errors.Is(err, unpack.ErrLimit):
+		return &Error{Phase: PhaseUnpacking, Reason: ReasonTooLarge, Err: err}
+	case errors.Is(err, source.ErrCompression):
+		return &Error{Phase: PhasePulling, Reason: ReasonNotCatalogImage, Err: err}
+	}
+	return registryError(PhasePulling, err)
+}

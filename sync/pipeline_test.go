@@ -1,0 +1,484 @@
+package sync_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/fs"
+	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/sync/unpack"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/servers"
+)
+
+const label = "operators.operatorframework.io.index.configs.v1"
+
+type env struct {
+	t     *testing.T
+	store storage.Store
+	reg   *servers.Registry
+	proxy *servers.Proxy
+	pl    *csync.Pipeline
+}
+
+// newEnv starts a real registry behind a counting proxy and a pipeline
+// that reads through the proxy into a fresh filesystem store.
+func newEnv(t *testing.T, opts ...csync.PipelineOption) *env {
+	t.Helper()
+	e := &env{t: t}
+	e.reg = servers.StartRegistry(t)
+	e.proxy = servers.NewProxy(t, e.reg.URL)
+	st, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e.store = st
+	e.pl = e.pipeline(opts...)
+	return e
+}
+
+func (e *env) pipeline(opts ...csync.PipelineOption) *csync.Pipeline {
+	src, err := source.New(source.WithHosts(source.Host{Name: e.proxy.Host, PlainHTTP: true}),
+		source.WithDockerConfig(false), source.WithRetry(1, 10*time.Millisecond, 50*time.Millisecond))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { src.Close() })
+	return csync.NewPipeline(src, e.store, append([]csync.PipelineOption{csync.WithTempDir(e.t.TempDir())}, opts...)...)
+}
+
+// push writes img to the registry directly (not through the proxy, so the
+// proxy counts only what the pipeline does) and returns the proxy ref.
+func (e *env) push(repoTag string, img imagebuild.Image) (ref, digest string) {
+	e.t.Helper()
+	d, err := imagebuild.Push(context.Background(), imagebuild.NewRegClient(e.reg.Host), e.reg.Host+"/"+repoTag, img)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.proxy.Host + "/" + repoTag, d
+}
+
+func (e *env) sync(name, image string, obs ...csync.Observer) (csync.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return e.pl.Run(ctx, csync.Catalog{Name: name, Image: image}, obs...)
+}
+
+func (e *env) all(name string) []byte {
+	e.t.Helper()
+	c, err := catalog.Open(context.Background(), e.store, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rc, err := c.All(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestTinyMatchesCatalogd(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(repoRoot(t), "testdata/fbc/tiny/configs")
+	want, err := os.ReadFile(filepath.Join(dir, "expected_all.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("registry", func(t *testing.T) {
+		ref, digest := e.push("tiny/catalog:v1", imagebuild.FromDir(dir, "/configs"))
+		res, err := e.sync("tiny", ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Action != csync.ActionPublished || res.Digest != digest {
+			t.Fatalf("result %+v, want Published %s", res, digest)
+		}
+		if got := e.all("tiny"); !bytes.Equal(got, want) {
+			t.Fatalf("catalog.jsonl differs from catalogd's output:\n got %q\nwant %q", got, want)
+		}
+	})
+	t.Run("ocidir", func(t *testing.T) {
+		layout := filepath.Join(t.TempDir(), "layout")
+		if _, err := imagebuild.Push(context.Background(), imagebuild.NewRegClient(), "ocidir://"+layout+":v1", imagebuild.FromDir(dir, "/configs")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.sync("tiny-ocidir", "ocidir://"+layout+":v1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.all("tiny-ocidir"); !bytes.Equal(got, want) {
+			t.Fatalf("catalog.jsonl differs from catalogd's output:\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+// The sample image shipped for the quickstart syncs as it is.
+func TestSampleExample(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.sync("sample", "ocidir://"+filepath.Join(repoRoot(t), "examples/sample-catalog")+":v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Meta.Schemas["olm.package"] != 3 || res.Meta.Schemas["olm.bundle"] != 37 || res.Meta.Schemas["olm.channel"] != 6 {
+		t.Fatalf("schemas %v, want 3 packages, 6 channels, 37 bundles", res.Meta.Schemas)
+	}
+}
+
+func TestCatalogFromRegistry(t *testing.T) {
+	sets := []struct{ name, dir string }{
+		{"community-3pkgs", filepath.Join(repoRoot(t), "testdata/fbc/community-v4.21-3pkgs/configs")},
+		{"community-v4-21", filepath.Join(repoRoot(t), "../shared/testdata/fbc/community-v4.21/configs")},
+	}
+	for _, s := range sets {
+		t.Run(s.name, func(t *testing.T) {
+			if _, err := os.Stat(s.dir); err != nil {
+				t.Skipf("%s not found: the full catalog is only in the workplace's shared test data", s.dir)
+			}
+			e := newEnv(t)
+			ref, digest := e.push("catalogs/"+s.name+":latest", imagebuild.FromDir(s.dir, "/configs"))
+			var phases []csync.Phase
+			var mu stdsync.Mutex
+			done := make(chan struct{})
+			obs := csync.ObserverFunc(func(ev csync.Event) {
+				mu.Lock()
+				if len(phases) == 0 || phases[len(phases)-1] != ev.Phase {
+					phases = append(phases, ev.Phase)
+				}
+				mu.Unlock()
+				if ev.Terminal() {
+					close(done)
+				}
+			})
+			res, err := e.sync(s.name, ref, obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			want := []csync.Phase{csync.PhaseResolving, csync.PhasePulling, csync.PhaseUnpacking, csync.PhaseValidating,
+				csync.PhaseIndexing, csync.PhasePublishing, csync.PhasePublished}
+			if !slices.Equal(phases, want) {
+				t.Errorf("phases %v, want %v", phases, want)
+			}
+			if res.Action != csync.ActionPublished || res.Digest != digest || res.BytesPulled == 0 {
+				t.Fatalf("first sync: %+v", res)
+			}
+			first := e.all(s.name)
+			if lines := bytes.Count(first, []byte("\n")); lines != res.Meta.Objects || lines == 0 {
+				t.Fatalf("%d lines, meta says %d objects", lines, res.Meta.Objects)
+			}
+
+			// Same tag, same digest: one HEAD, nothing else.
+			e.proxy.ResetCounts()
+			res, err = e.sync(s.name, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Action != csync.ActionUpToDate {
+				t.Fatalf("second sync action %s, want UpToDate", res.Action)
+			}
+			c := e.proxy.Counts()
+			if c[servers.ManifestHEAD] != 1 || c[servers.BlobGET] != 0 || c[servers.ManifestGET] != 0 {
+				t.Fatalf("second sync made requests %v, want exactly one manifest HEAD", c)
+			}
+			poll, err := catalog.LastPoll(context.Background(), e.store, s.name)
+			if err != nil || poll.Digest != digest {
+				t.Fatalf("last poll %+v, %v", poll, err)
+			}
+			if !bytes.Equal(e.all(s.name), first) {
+				t.Fatal("content changed on an up-to-date sync")
+			}
+		})
+	}
+}
+
+// A digest already stored is published again without pulling.
+func TestReuseStoredDigest(t *testing.T) {
+	e := newEnv(t)
+	root := repoRoot(t)
+	a := imagebuild.FromDir(filepath.Join(root, "testdata/fbc/tiny/configs"), "/configs")
+	b := imagebuild.FromDir(filepath.Join(root, "testdata/fbc/community-v4.21-3pkgs/configs"), "/configs")
+	ref, da := e.push("r/c:v1", a)
+	if _, err := e.sync("c", ref); err != nil {
+		t.Fatal(err)
+	}
+	_, db := e.push("r/c:v1", b)
+	res, err := e.sync("c", ref)
+	if err != nil || res.Action != csync.ActionPublished || res.Digest != db {
+		t.Fatalf("after retag: %+v %v", res, err)
+	}
+	e.push("r/c:v1", a)
+	e.proxy.ResetCounts()
+	res, err = e.sync("c", ref)
+	if err != nil || res.Action != csync.ActionReused || res.Digest != da {
+		t.Fatalf("back to the first image: %+v %v", res, err)
+	}
+	if n := e.proxy.Count(servers.BlobGET); n != 0 {
+		t.Fatalf("reuse fetched %d blobs", n)
+	}
+	// A changed image reference always resolves and publishes anew.
+	ref2, _ := e.push("r/other:v9", a)
+	res, err = e.sync("c", ref2)
+	if err != nil || res.Action != csync.ActionReused {
+		t.Fatalf("new ref to stored content: %+v %v", res, err)
+	}
+	ptr, _, _ := catalog.Current(context.Background(), e.store, "c")
+	if ptr.Ref != ref2 {
+		t.Fatalf("pointer ref %q, want %q", ptr.Ref, ref2)
+	}
+}
+
+func fbcDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	d := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(d, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+const twoHeads = `---
+schema: olm.package
+name: p
+defaultChannel: stable
+---
+schema: olm.channel
+package: p
+name: stable
+entries:
+- name: p.v1
+- name: p.v2
+---
+schema: olm.bundle
+name: p.v1
+package: p
+image: example/p:v1
+properties:
+- type: olm.package
+  value: {packageName: p, version: 1.0.0}
+---
+schema: olm.bundle
+name: p.v2
+package: p
+image: example/p:v2
+properties:
+- type: olm.package
+  value: {packageName: p, version: 2.0.0}
+`
+
+const onePackage = `{"schema":"olm.package","name":"q","defaultChannel":"s"}
+{"schema":"olm.channel","package":"q","name":"s","entries":[{"name":"q.v1"}]}
+{"schema":"olm.bundle","package":"q","name":"q.v1","image":"example/q:v1","properties":[{"type":"olm.package","value":{"packageName":"q","version":"1.0.0"}}]}
+`
+
+// Each bad image fails with a clear error and the catalog published before
+// stays published, byte for byte.
+func TestBadInputsKeepPrevious(t *testing.T) {
+	e := newEnv(t)
+	good := imagebuild.FromDir(filepath.Join(repoRoot(t), "testdata/fbc/tiny/configs"), "/configs")
+	ref, goodDigest := e.push("bad/catalog:v1", good)
+	if _, err := e.sync("victim", ref); err != nil {
+		t.Fatal(err)
+	}
+	before := e.all("victim")
+	labels := map[string]string{label: "/configs"}
+	small := e.pipeline(csync.WithLimits(unpack.Limits{MaxBytes: 1 << 20, MaxFileBytes: 1 << 20, MaxEntries: 1000}))
+
+	cases := []struct {
+		name      string
+		img       imagebuild.Image
+		pl        *csync.Pipeline
+		reason    string
+		retryable bool
+		msg       string
+	}{
+		{"path traversal", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
+			{Name: "configs/../../x", Body: []byte("x")}}}}}, nil, csync.ReasonUnsafeImage, false, "configs/../../x"},
+		{"symlink to /etc", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
+			{Name: "configs/evil.yaml", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}}}}, nil, csync.ReasonUnsafeImage, false, "/etc/passwd"},
+		{"layer over size cap", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
+			{Name: "configs/big.json", Body: bytes.Repeat([]byte(" "), 3<<20)}}}}}, small, csync.ReasonTooLarge, false, "limit"},
+		{"two channel heads", imagebuild.FromDir(fbcDir(t, map[string]string{"p/catalog.yaml": twoHeads}), "/configs"), nil,
+			csync.ReasonInvalidCatalog, false, "multiple channel heads"},
+		{"duplicate package", imagebuild.FromDir(fbcDir(t, map[string]string{"a.json": onePackage, "b.json": `{"schema":"olm.package","name":"q","defaultChannel":"s"}`}), "/configs"), nil,
+			csync.ReasonInvalidCatalog, false, `package "q": duplicate package`},
+		{"malformed yaml", imagebuild.FromDir(fbcDir(t, map[string]string{"x.yaml": "schema: olm.package\nname: [unclosed\n"}), "/configs"), nil,
+			csync.ReasonInvalidCatalog, false, "x.yaml"},
+		{"missing label (tag)", imagebuild.Image{Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{{Name: "configs/a.json", Body: []byte(onePackage)}}}}}, nil,
+			csync.ReasonMissingLabel, true, label},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pl := e.pl
+			if c.pl != nil {
+				pl = c.pl
+			}
+			_, badDigest := e.push("bad/catalog:v1", c.img)
+			_, err := pl.Run(context.Background(), csync.Catalog{Name: "victim", Image: ref})
+			se, ok := csync.AsError(err)
+			if !ok {
+				t.Fatalf("err = %v, want a sync error", err)
+			}
+			if se.Reason != c.reason || se.Retryable != c.retryable || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v (reason %s, retryable %v), want %s retryable=%v containing %q", err, se.Reason, se.Retryable, c.reason, c.retryable, c.msg)
+			}
+			ptr, _, _ := catalog.Current(context.Background(), e.store, "victim")
+			if ptr.Digest != goodDigest {
+				t.Fatalf("pointer moved to %s", ptr.Digest)
+			}
+			if !bytes.Equal(e.all("victim"), before) {
+				t.Fatal("served content changed")
+			}
+			if _, ok, _ := catalog.HasContent(context.Background(), e.store, "victim", badDigest); ok {
+				t.Fatal("complete content stored for a bad image")
+			}
+		})
+	}
+
+	// Pinned by digest, a missing label can never be fixed: terminal.
+	t.Run("missing label (digest)", func(t *testing.T) {
+		_, d := e.push("bad/nolabel:v1", imagebuild.Image{Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{{Name: "configs/a.json", Body: []byte(onePackage)}}}}})
+		_, err := e.sync("victim", e.proxy.Host+"/bad/nolabel@"+d)
+		se, ok := csync.AsError(err)
+		if !ok || se.Reason != csync.ReasonMissingLabel || se.Retryable {
+			t.Fatalf("err = %v, want terminal MissingCatalogLabel", err)
+		}
+	})
+}
+
+// Layers are applied in order with whiteouts, across compressions.
+func TestLayersWhiteoutsAndCompressions(t *testing.T) {
+	e := newEnv(t)
+	a := strings.Replace(onePackage, `"q"`, `"a"`, -1)
+	a = strings.NewReplacer(`"q.v1"`, `"a.v1"`, `"packageName":"q"`, `"packageName":"a"`, `"package":"q"`, `"package":"a"`).Replace(a)
+	img := imagebuild.Image{Labels: map[string]string{label: "/configs"}, Layers: []imagebuild.Layer{
+		{Compression: imagebuild.Gzip, Entries: []imagebuild.Entry{
+			{Name: "configs/a/catalog.json", Body: []byte(a)},
+			{Name: "configs/q/catalog.json", Body: []byte("this would not parse")},
+		}},
+		{Compression: imagebuild.Zstd, Entries: []imagebuild.Entry{
+			{Name: "configs/q/.wh.catalog.json"},
+			{Name: "configs/q2/catalog.json", Body: []byte(onePackage)},
+		}},
+		{Compression: imagebuild.None, Entries: []imagebuild.Entry{{Name: "configs/.indexignore", Body: []byte("README.md\n")}, {Name: "configs/README.md", Body: []byte("# not FBC")}}},
+	}}
+	ref, _ := e.push("layers/c:v1", img)
+	res, err := e.sync("layers", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(e.all("layers"))
+	if res.Meta.Schemas["olm.package"] != 2 || !strings.Contains(got, `"name":"a"`) || !strings.Contains(got, `"name":"q"`) {
+		t.Fatalf("catalog %s", got)
+	}
+}
+
+func TestMultiPlatformIndex(t *testing.T) {
+	e := newEnv(t)
+	img := imagebuild.FromDir(filepath.Join(repoRoot(t), "testdata/fbc/tiny/configs"), "/configs")
+	img.Platforms = []string{"linux/arm64", "linux/amd64", "linux/s390x"}
+	ref, indexDigest := e.push("multi/c:v1", img)
+	res, err := e.sync("multi", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Digest != indexDigest {
+		t.Fatalf("digest %s, want the index's %s", res.Digest, indexDigest)
+	}
+	src, _ := source.New(source.WithHosts(source.Host{Name: e.proxy.Host, PlainHTTP: true}), source.WithDockerConfig(false), source.WithPlatform("linux/ppc64le"))
+	defer src.Close()
+	_, err = csync.NewPipeline(src, e.store).Run(context.Background(), csync.Catalog{Name: "multi-win", Image: ref})
+	if se, ok := csync.AsError(err); !ok || se.Reason != csync.ReasonNotCatalogImage || !strings.Contains(err.Error(), "linux/ppc64le") {
+		t.Fatalf("err = %v, want NotCatalogImage naming the platform", err)
+	}
+}
+
+func TestRegistryFaultsAreRetryable(t *testing.T) {
+	e := newEnv(t)
+	ref, _ := e.push("faults/c:v1", imagebuild.FromDir(filepath.Join(repoRoot(t), "testdata/fbc/tiny/configs"), "/configs"))
+
+	e.proxy.Inject(servers.Status(503), 0)
+	_, err := e.sync("f", ref)
+	if se, ok := csync.AsError(err); !ok || !se.Retryable || se.Reason != csync.ReasonRegistry {
+		t.Fatalf("503: %v", err)
+	}
+	e.proxy.Clear()
+
+	e.proxy.Inject(servers.TooManyRequests(30*time.Second), 0)
+	_, err = e.sync("f", ref)
+	se, ok := csync.AsError(err)
+	if !ok || !se.Retryable || se.RetryAfter < 20*time.Second {
+		t.Fatalf("429: %v (retry after %v)", err, se.RetryAfter)
+	}
+	e.proxy.Clear()
+
+	// A reset in the middle of the layer is retryable too, and the next
+	// attempt completes.
+	e.proxy.Inject(servers.ResetAfter(100), 1, servers.BlobGET)
+	if _, err = e.sync("f", ref); err == nil {
+		// The tiny layer may fit in the first 100 bytes' packet; then the
+		// reset cannot bite. Anything else must be retryable.
+		t.Log("reset did not interrupt the tiny layer")
+	} else if se, ok := csync.AsError(err); !ok || !se.Retryable {
+		t.Fatalf("reset: %v", err)
+	}
+	e.proxy.Clear()
+	if _, err := e.sync("f", ref); err != nil {
+		t.Fatal(err)
+	}
+
+	// Registry gone entirely.
+	e.reg.Stop()
+	_, err = e.sync("g", ref)
+	if se, ok := csync.AsError(err); !ok || !se.Retryable {
+		t.Fatalf("registry down: %v", err)
+	}
+}
+
+func TestInvalidNameAndRef(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.sync("Not_A_Name", "ocidir://x:v1")
+	if se, ok := csync.AsError(err); !ok || se.Retryable {
+		t.Fatalf("bad name: %v", err)
+	}
+	_, err = e.sync("ok", "UPPER CASE/not a ref")
+	if se, ok := csync.AsError(err); !ok || se.Retryable || se.Reason != csync.ReasonInvalidRef {
+		t.Fatalf("bad ref: %v", err)
+	}
+	if !errors.Is(err, csync.ErrSync) {
+		t.Fatal("sync errors wrap ErrSync")
+	}
+}
