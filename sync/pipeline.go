@@ -94,6 +94,20 @@ func WithWorkers(n int) PipelineOption {
 	}
 }
 
+// WithFileBudget caps the bytes of files read ahead of their parsing
+// (default 8 MiB); files larger than inline (default 4 MiB) are parsed as
+// they stream instead.
+func WithFileBudget(budget, inline int64) PipelineOption {
+	return func(p *Pipeline) {
+		if budget > 0 {
+			p.budget = budget
+		}
+		if inline > 0 {
+			p.inline = min(inline, p.budget)
+		}
+	}
+}
+
 // WithTempDir sets where the spool file lives (default os.TempDir()).
 func WithTempDir(dir string) PipelineOption { return func(p *Pipeline) { p.tmpDir = dir } }
 
@@ -114,7 +128,7 @@ func NewPipeline(src *source.Source, store storage.Store, opts ...PipelineOption
 		// next ones stream in; the budget caps the bytes held by files
 		// waiting or in parse. A file larger than inline is parsed as it
 		// streams, on the reading goroutine.
-		budget: 16 << 20,
+		budget: 8 << 20,
 		inline: 4 << 20,
 		log:    slog.New(slog.DiscardHandler),
 		now:    time.Now,
