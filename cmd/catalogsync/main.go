@@ -242,7 +242,7 @@ func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir str
 		fmt.Fprintf(w, "  %-90s %10d\n", in.Key, in.Size)
 	}
 	if ptr, _, err := catalog.Current(ctx, store, res.Catalog); err == nil {
-		fmt.Fprintf(w, "  %-90s -> %s\n", path.Join(path.Dir(path.Dir(key)), "current"), ptr.Digest)
+		fmt.Fprintf(w, "  %-90s -> %s\n", catalog.PointerKey(res.Catalog), ptr.Digest)
 	}
 	return nil
 }

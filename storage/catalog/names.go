@@ -85,3 +85,8 @@ func ContentKey(name, digest string) (string, error) {
 	}
 	return contentPrefix(name, digest) + contentFile, nil
 }
+
+// PointerKey returns the key of the catalog's current pointer, for readers
+// that check it cheaply (a Stat of its ETag) before opening the catalog.
+// name must be valid (ValidName).
+func PointerKey(name string) string { return catalogPrefix(name) + currentFile }

@@ -1,0 +1,55 @@
+package content
+
+import (
+	"testing"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/fs"
+)
+
+// backend is a real storage backend the handler tests run against.
+type backend struct {
+	name string
+	// open creates a new, empty store and returns a function that opens
+	// a handle on it; each call returns another independent handle on the
+	// same data, as another replica would have. Handles are closed when
+	// the test ends. A backend that needs a server it cannot reach calls
+	// t.Skip.
+	open func(t testing.TB) (handle func() storage.Store)
+}
+
+// backends lists every backend the tests run against; append a backend
+// (s3 on MinIO, say) here and every handler test and benchmark runs on it
+// too.
+var backends = []backend{
+	{name: "fs", open: openFS},
+}
+
+func openFS(t testing.TB) func() storage.Store {
+	dir := t.TempDir()
+	return func() storage.Store {
+		s, err := fs.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// forEachBackend runs f as a subtest per backend, with a fresh store.
+func forEachBackend(t *testing.T, f func(t *testing.T, s storage.Store)) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { f(t, b.open(t)()) })
+	}
+}
+
+// forEachBackendReplicas runs f per backend with a handle opener, for
+// tests where several replicas share one store.
+func forEachBackendReplicas(t *testing.T, f func(t *testing.T, handle func() storage.Store)) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { f(t, b.open(t)) })
+	}
+}

@@ -1,0 +1,186 @@
+package content
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+)
+
+// cache keeps opened catalogs, least recently used first out, within a
+// byte budget.
+//
+// Validity: an entry remembers the ETag of the pointer it was opened from
+// (read before the pointer's content, so never newer than it). It is served
+// without a store access for ttl after the check that last confirmed it
+// started; then one Stat of the pointer either confirms the ETag or leads
+// to a reopen. Content under a digest never changes, so the pointer is the
+// only thing that can go stale. A publish completed at t is therefore seen
+// by every request starting after t+ttl, on every replica, except a request
+// that joins a check already in flight, which sees what that check reads.
+type cache struct {
+	store   storage.Store
+	max     int64
+	ttl     time.Duration
+	readGap int64
+
+	mu     sync.Mutex
+	byName map[string]*entry
+	lru    list.List // of *entry, most recently used at the front
+	used   int64
+
+	// flights collapses concurrent checks and opens of one catalog.
+	flights singleflight.Group
+}
+
+type entry struct {
+	name string
+	cat  *catalog.Catalog
+	etag string // of the pointer cat was opened from
+	size int64
+	// checked is when (unix ns) the latest pointer check that confirmed
+	// etag started.
+	checked atomic.Int64
+	elem    *list.Element
+}
+
+func newCache(s storage.Store, max int64, ttl time.Duration, readGap int64) *cache {
+	return &cache{store: s, max: max, ttl: ttl, readGap: readGap, byName: map[string]*entry{}}
+}
+
+// footprint estimates an opened catalog's memory: the index's string table
+// (about the index file's size) plus a 16-byte entry per object and a
+// string header per distinct string, at most one per object.
+func footprint(c *catalog.Catalog) int64 {
+	return c.Meta.IndexSize + 32*int64(c.Meta.Objects) + 1024
+}
+
+func (c *cache) fresh(e *entry, now time.Time) bool {
+	return c.ttl > 0 && now.UnixNano()-e.checked.Load() < int64(c.ttl)
+}
+
+func (c *cache) lookup(name string) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.byName[name]
+	if e != nil {
+		c.lru.MoveToFront(e.elem)
+	}
+	return e
+}
+
+// get returns name's published catalog, from the cache when it is fresh.
+func (c *cache) get(ctx context.Context, name string) (*catalog.Catalog, error) {
+	if e := c.lookup(name); e != nil && c.fresh(e, time.Now()) {
+		return e.cat, nil
+	}
+	ch := c.flights.DoChan(name, func() (any, error) {
+		// Detached from the request: others wait on this result, so one
+		// client going away must not fail them all.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		return c.load(fctx, name)
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*catalog.Catalog), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// load revalidates or (re)opens name's catalog.
+func (c *cache) load(ctx context.Context, name string) (*catalog.Catalog, error) {
+	// The check's start, not its end, opens the validity window: the
+	// pointer may change while it runs.
+	start := time.Now()
+	e := c.lookup(name)
+	if e != nil {
+		if c.fresh(e, start) {
+			// Confirmed by the flight that just ended.
+			return e.cat, nil
+		}
+		st, err := c.store.Stat(ctx, catalog.PointerKey(name))
+		switch {
+		case errors.Is(err, storage.ErrNotExist):
+			c.remove(name, e.cat)
+			return nil, err
+		case err != nil:
+			return nil, err
+		case st.ETag == e.etag:
+			e.checked.Store(start.UnixNano())
+			return e.cat, nil
+		}
+	}
+	p, etag, err := catalog.Current(ctx, c.store, name)
+	if err != nil {
+		if e != nil && errors.Is(err, storage.ErrNotExist) {
+			c.remove(name, e.cat)
+		}
+		return nil, err
+	}
+	var cat *catalog.Catalog
+	if e != nil && e.cat.Meta.Digest == p.Digest {
+		// The same content published again (another ref, or back to it):
+		// only the pointer, hence Last-Modified, changed.
+		cp := *e.cat
+		cp.Pointer = p
+		cat = &cp
+	} else {
+		if cat, err = catalog.OpenDigest(ctx, c.store, name, p.Digest); err != nil {
+			return nil, err
+		}
+		cat.Pointer = p
+		cat.ReadGap = c.readGap
+	}
+	ne := &entry{name: name, cat: cat, etag: etag, size: footprint(cat)}
+	ne.checked.Store(start.UnixNano())
+	c.insert(ne)
+	return cat, nil
+}
+
+// insert replaces name's entry and evicts the least recently used entries
+// beyond the budget. An entry larger than the whole budget is not kept.
+func (c *cache) insert(e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drop(c.byName[e.name])
+	if e.size > c.max {
+		return
+	}
+	e.elem = c.lru.PushFront(e)
+	c.byName[e.name] = e
+	c.used += e.size
+	for c.used > c.max {
+		c.drop(c.lru.Back().Value.(*entry))
+	}
+}
+
+// remove drops name's entry; with cat non-nil, only if it still holds cat
+// (a newer entry may have replaced it meanwhile).
+func (c *cache) remove(name string, cat *catalog.Catalog) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byName[name]; e != nil && (cat == nil || e.cat == cat) {
+		c.drop(e)
+	}
+}
+
+func (c *cache) drop(e *entry) {
+	if e == nil {
+		return
+	}
+	c.lru.Remove(e.elem)
+	delete(c.byName, e.name)
+	c.used -= e.size
+}

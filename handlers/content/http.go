@@ -1,0 +1,216 @@
+package content
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// checkConditions evaluates the conditional headers of a GET or HEAD in
+// the order RFC 9110 section 13.2.2 prescribes. It returns 0 to serve the
+// body, 304 Not Modified or 412 Precondition Failed.
+func checkConditions(r *http.Request, etag string, mod time.Time) int {
+	if im := r.Header.Get("If-Match"); im != "" {
+		if !matchETag(im, etag, false) {
+			return http.StatusPreconditionFailed
+		}
+	} else if ius := r.Header.Get("If-Unmodified-Since"); ius != "" && !mod.IsZero() {
+		if t, err := http.ParseTime(ius); err == nil && mod.Truncate(time.Second).After(t) {
+			return http.StatusPreconditionFailed
+		}
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		if matchETag(inm, etag, true) {
+			return http.StatusNotModified
+		}
+		// If-None-Match present: If-Modified-Since is ignored.
+		return 0
+	}
+	if ims := r.Header.Get("If-Modified-Since"); ims != "" && !mod.IsZero() {
+		if t, err := http.ParseTime(ims); err == nil && !mod.Truncate(time.Second).After(t) {
+			return http.StatusNotModified
+		}
+	}
+	return 0
+}
+
+// notModified answers 304 (or 412) with the validators a cache needs and
+// no representation headers. As net/http does, Last-Modified is dropped
+// when an ETag is sent.
+func notModified(w http.ResponseWriter, code int, etag string, mod time.Time) {
+	h := w.Header()
+	for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Last-Modified"} {
+		h.Del(k)
+	}
+	if code == http.StatusNotModified {
+		h.Set("ETag", etag)
+		w.WriteHeader(code)
+		return
+	}
+	httpError(w, code, "")
+}
+
+// matchETag reports whether the If-Match / If-None-Match list matches
+// etag: "*" matches any current representation; weak comparison ignores
+// the W/ prefix (for If-None-Match), strong comparison never matches a
+// weak tag (for If-Match and If-Range).
+func matchETag(list, etag string, weak bool) bool {
+	if strings.TrimSpace(list) == "*" {
+		return true
+	}
+	for list != "" {
+		list = strings.TrimLeft(list, " \t,")
+		if list == "" {
+			break
+		}
+		isWeak := false
+		if strings.HasPrefix(list, "W/") {
+			isWeak = true
+			list = list[2:]
+		}
+		if !strings.HasPrefix(list, `"`) {
+			// Not an entity-tag: the header is malformed, nothing more
+			// can be trusted to match.
+			return false
+		}
+		end := strings.IndexByte(list[1:], '"')
+		if end < 0 {
+			return false
+		}
+		tag := list[:end+2]
+		list = list[end+2:]
+		if tag == etag && (weak || !isWeak) {
+			return true
+		}
+	}
+	return false
+}
+
+// errRange is an unsatisfiable or malformed byte range: 416.
+type errRange string
+
+func (e errRange) Error() string { return string(e) }
+
+// requestedRange returns the single byte range a GET or HEAD of /all asks
+// for. ranged is false when there is none to honour: no Range header, a
+// unit other than bytes, several ranges (ignoring Range is always allowed,
+// RFC 9110 section 14.2; the client gets the whole catalog), or an If-Range
+// that no longer matches. err is set for a malformed or unsatisfiable
+// bytes range, answered 416 as net/http's ServeContent (catalogd) does.
+func requestedRange(r *http.Request, size int64, etag string, mod time.Time) (start, n int64, ranged bool, err error) {
+	spec := r.Header.Get("Range")
+	if spec == "" {
+		return 0, 0, false, nil
+	}
+	unit, set, ok := strings.Cut(spec, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		return 0, 0, false, nil
+	}
+	if ir := r.Header.Get("If-Range"); ir != "" && !ifRangeMatches(ir, etag, mod) {
+		return 0, 0, false, nil
+	}
+	var parts []string
+	for p := range strings.SplitSeq(set, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return 0, 0, false, errRange("invalid range")
+	case 1:
+	default:
+		return 0, 0, false, nil
+	}
+	first, last, ok := strings.Cut(parts[0], "-")
+	if !ok {
+		return 0, 0, false, errRange("invalid range")
+	}
+	if first == "" {
+		// "-n": the last n bytes.
+		k, err := parseUint(last)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if k == 0 || size == 0 {
+			return 0, 0, false, errRange("invalid range: failed to overlap")
+		}
+		k = min(k, size)
+		return size - k, k, true, nil
+	}
+	a, err := parseUint(first)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	b := size - 1
+	if last != "" {
+		if b, err = parseUint(last); err != nil {
+			return 0, 0, false, err
+		}
+		if b < a {
+			return 0, 0, false, errRange("invalid range")
+		}
+		b = min(b, size-1)
+	}
+	if a >= size {
+		return 0, 0, false, errRange("invalid range: failed to overlap")
+	}
+	return a, b - a + 1, true, nil
+}
+
+func parseUint(s string) (int64, error) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, errRange("invalid range")
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, errRange("invalid range")
+	}
+	return v, nil
+}
+
+// ifRangeMatches: an entity-tag must match strongly, a date must be
+// exactly the Last-Modified (RFC 9110 section 13.1.5).
+func ifRangeMatches(ir, etag string, mod time.Time) bool {
+	ir = strings.TrimSpace(ir)
+	if strings.HasPrefix(ir, `"`) || strings.HasPrefix(ir, "W/") {
+		return matchETag(ir, etag, false)
+	}
+	t, err := http.ParseTime(ir)
+	return err == nil && !mod.IsZero() && t.Equal(mod.Truncate(time.Second))
+}
+
+// acceptsGzip reports whether Accept-Encoding lists gzip (or x-gzip) with
+// a non-zero q. A "*" is not taken as gzip, as catalogd's gzhttp does not.
+func acceptsGzip(values []string) bool {
+	for _, v := range values {
+		for item := range strings.SplitSeq(v, ",") {
+			coding, params, _ := strings.Cut(item, ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			if coding != "gzip" && coding != "x-gzip" {
+				continue
+			}
+			if q, ok := qValue(params); !ok || q > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// qValue returns the q parameter of an Accept-Encoding item; ok is false
+// when there is none (q=1) or it does not parse (taken as acceptable).
+func qValue(params string) (float64, bool) {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, false
+			}
+			return q, true
+		}
+	}
+	return 0, false
+}
