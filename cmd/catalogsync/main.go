@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
@@ -312,6 +313,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer src.Close()
 
 	mux := http.NewServeMux()
+	// Catalog content, compatible with catalogd's /catalogs/{name}/api/v1/...
+	mux.Handle("/catalogs/", content.New(store, content.WithLogger(log)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 	})

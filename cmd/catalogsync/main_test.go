@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -125,6 +126,22 @@ func TestServeSyncsConfiguredCatalogs(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The synced catalog is served, catalogd-style.
+	resp, err := http.Get("http://" + addr + "/catalogs/sample/api/v1/metas?schema=olm.package")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || bytes.Count(body, []byte("\n")) != 3 || resp.Header.Get("Content-Type") != "application/jsonl" {
+		t.Fatalf("metas: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	resp, err = http.Get("http://" + addr + "/catalogs/nope/api/v1/all")
+	if err != nil || resp.StatusCode != 404 {
+		t.Fatalf("unknown catalog: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
 	cancel()
 	select {
 	case code := <-done:
