@@ -56,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdSync(ctx, args[1:], stdout, stderr)
 	case "serve":
 		err = cmdServe(ctx, args[1:], stderr)
+	case "gc":
+		err = cmdGC(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		usage(stdout)
 		return 0
@@ -80,7 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   catalogsync sync  --name NAME --image REF [--store DIR] [flags]   sync one catalog and exit
-  catalogsync serve [--config FILE] [--store DIR] [--addr ADDR]    keep catalogs synced
+  catalogsync serve [--config FILE] [--store DIR] [--addr ADDR]    keep catalogs synced and serve them
+  catalogsync gc    [--store DIR] [--keep N] [--grace D] [--dry-run]  delete content no longer needed
+Every command takes --store DIR (local) or --s3-bucket B (S3/MinIO, see --s3-*).
 Run "catalogsync CMD -h" for a command's flags.
 `)
 }
@@ -166,6 +170,7 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fset.SetOutput(stderr)
 	var cf commonFlags
 	cf.register(fset)
+	s3f := registerS3Flags(fset)
 	name := fset.String("name", "", "catalog name (DNS-1123)")
 	image := fset.String("image", "", "image reference: host/repo:tag, host/repo@sha256:…, or ocidir://path:tag")
 	if err := fset.Parse(args); err != nil {
@@ -184,7 +189,7 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultSyncMemoryLimit)
 	}
-	store, dir, err := openStore(cf.store)
+	store, dir, err := openStoreFromFlags(ctx, cf.store, s3f)
 	if err != nil {
 		return err
 	}
@@ -272,7 +277,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fset.SetOutput(stderr)
 	var cf commonFlags
 	cf.register(fset)
+	s3f := registerS3Flags(fset)
 	cfgPath := fset.String("config", envOr("CATALOGSYNC_CONFIG", ""), "YAML file listing catalogs (env CATALOGSYNC_CONFIG)")
+	gcEvery := fset.Duration("gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
 	addr := fset.String("addr", envOr("CATALOGSYNC_ADDR", ":"+envOr("PORT", "8080")), "listen address (env CATALOGSYNC_ADDR, or :$PORT)")
 	if err := fset.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -290,13 +297,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	if cf.store == "" {
+	if cf.store == "" && !s3f.cfg.Enabled() {
 		cf.store = cfg.Storage.Dir
 	}
 	if cfg.Platform != "" && cf.platform == "linux/amd64" {
 		cf.platform = cfg.Platform
 	}
-	store, dir, err := openStore(cf.store)
+	store, dir, err := openStoreFromFlags(ctx, cf.store, s3f)
 	if err != nil {
 		return err
 	}
@@ -340,6 +347,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		defer close(pollDone)
 		poller.Run(ctx, cfg.catalogs())
 	}()
+	if *gcEvery > 0 {
+		go runGC(ctx, log, store, cfg, *gcEvery)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -353,6 +363,37 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	<-pollDone
 	log.Info("stopped")
 	return err
+}
+
+// runGC deletes, every interval, content that no configured catalog
+// needs any more, with the default keep and grace policy.
+func runGC(ctx context.Context, log *slog.Logger, store storage.Store, cfg Config, every time.Duration) {
+	names := make([]string, 0, len(cfg.Catalogs))
+	for _, c := range cfg.Catalogs {
+		names = append(names, c.Name)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rep, err := catalog.GC(ctx, store, catalog.GCOptions{Catalogs: names, Log: log})
+		if err != nil {
+			log.Warn("gc", "err", err)
+			continue
+		}
+		log.Info("gc done", "deleted", len(rep.Deleted), "freedBytes", rep.DeletedBytes)
+	}
+}
+
+func envDuration(k string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(k)); err == nil {
+		return d
+	}
+	return def
 }
 
 func envOr(k, def string) string {

@@ -169,3 +169,18 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// writeConfig writes a serve config listing catalogs with the sample image.
+func writeConfig(t *testing.T, names ...string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("catalogs:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "- name: %s\n  image: %s\n", n, sample(t))
+	}
+	p := filepath.Join(t.TempDir(), "catalogsync.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,10 +1,13 @@
 package content
 
 import (
+	"context"
 	"testing"
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/storage/s3"
+	"github.com/catalogsync/catalogsync/test/servers"
 )
 
 // backend is a real storage backend the handler tests run against.
@@ -23,6 +26,24 @@ type backend struct {
 // too.
 var backends = []backend{
 	{name: "fs", open: openFS},
+	{name: "s3", open: openS3},
+}
+
+// openS3 makes a fresh bucket on the test binary's MinIO; every handle is
+// another client on it, as another replica would have.
+func openS3(t testing.TB) func() storage.Store {
+	m := servers.SharedMinIO(t)
+	bucket := m.NewBucket(t)
+	return func() storage.Store {
+		s, err := s3.New(context.Background(), s3.Config{
+			Bucket: bucket, Endpoint: m.Endpoint, Region: m.Region, PathStyle: true,
+			AccessKeyID: m.AccessKey, SecretAccessKey: m.SecretKey,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 }
 
 func openFS(t testing.TB) func() storage.Store {

@@ -1,0 +1,192 @@
+package sync_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/s3"
+	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/servers"
+)
+
+// s3UploadPart classifies the S3 requests that carry a multipart upload's
+// parts, for a proxy in front of MinIO.
+func s3UploadPart(r *http.Request) string {
+	if r.Method == http.MethodPut && r.URL.Query().Has("partNumber") {
+		return "UploadPart"
+	}
+	return servers.Other
+}
+
+func s3ReadAll(t *testing.T, s *s3.Store, name string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	c, err := catalog.Open(ctx, s, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(rc); err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b.Bytes()); hex.EncodeToString(sum[:]) != c.Meta.SHA256 {
+		t.Fatalf("%s: content does not match its meta", name)
+	}
+	return b.Bytes()
+}
+
+// MinIO stopped while a sync uploads catalog.jsonl: the sync fails with a
+// retryable storage error and the catalog published before stays served;
+// with MinIO back the next attempt publishes, and GC removes the multipart
+// upload the failed attempt could not abort.
+func TestS3StorageStopsMidUpload(t *testing.T) {
+	// 90 renamed copies of the 3-package catalog: ~15 MB, several parts.
+	src := filepath.Join("..", "testdata", "fbc", "community-v4.21-3pkgs", "configs")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	m := servers.StartMinIO(t)
+	bucket := m.NewBucket(t)
+	// The store talks through a proxy that tells when the first part of
+	// a multipart upload goes out.
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3UploadPart))
+	store, err := s3.New(ctx, s3.Config{
+		Bucket: bucket, Endpoint: proxy.URL, Region: m.Region, PathStyle: true,
+		AccessKeyID: m.AccessKey, SecretAccessKey: m.SecretKey, MaxAttempts: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := source.New(source.WithDockerConfig(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srcs.Close()
+	pl := csync.NewPipeline(srcs, store, csync.WithTempDir(t.TempDir()))
+
+	layout := filepath.Join(t.TempDir(), "layout")
+	ref := "ocidir://" + layout + ":v1"
+	rc := imagebuild.NewRegClient()
+	tiny := filepath.Join("..", "testdata", "fbc", "tiny", "configs")
+	oldDigest, err := imagebuild.Push(ctx, rc, ref, imagebuild.FromDir(tiny, "/configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := pl.Run(ctx, csync.Catalog{Name: "c", Image: ref}); err != nil || res.Digest != oldDigest {
+		t.Fatalf("first sync: %+v, %v", res, err)
+	}
+	old := s3ReadAll(t, store, "c")
+	// Byte for byte what catalogd serves, from S3 as from the filesystem.
+	if want, err := os.ReadFile(filepath.Join(tiny, "expected_all.json")); err != nil || !bytes.Equal(old, want) {
+		t.Fatalf("tiny catalog from S3 differs from catalogd's output (%v)", err)
+	}
+
+	// Three copies of the community catalog: about 40 MB of catalog.jsonl,
+	// eight parts.
+	big := t.TempDir()
+	if err := imagebuild.GenerateCopies(src, big, 90); err != nil {
+		t.Fatal(err)
+	}
+	newDigest, err := imagebuild.Push(ctx, rc, ref, imagebuild.FromDir(big, "/configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstPart := make(chan struct{})
+	var once stdsync.Once
+	proxy.Inject(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		once.Do(func() { close(firstPart) })
+		next.ServeHTTP(w, r)
+	}, 1, "UploadPart")
+	type outcome struct {
+		res csync.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := pl.Run(ctx, csync.Catalog{Name: "c", Image: ref})
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-firstPart:
+	case o := <-done:
+		t.Fatalf("sync ended before uploading a part: %+v %v", o.res, o.err)
+	}
+	m.Stop()
+	o := <-done
+	se, ok := csync.AsError(o.err)
+	if !ok || !se.Retryable || se.Reason != csync.ReasonStorage {
+		t.Fatalf("sync with MinIO stopped: %v, want a retryable storage error", o.err)
+	}
+	t.Logf("failed as expected: %v", o.err)
+
+	m.Start()
+	if got := s3ReadAll(t, store, "c"); !bytes.Equal(got, old) {
+		t.Fatal("the catalog served changed after the failed sync")
+	}
+	if ptr, _, err := catalog.Current(ctx, store, "c"); err != nil || ptr.Digest != oldDigest {
+		t.Fatalf("pointer %+v, %v", ptr, err)
+	}
+	contentKey, _ := catalog.ContentKey("c", newDigest)
+	newDir := strings.TrimSuffix(contentKey, "catalog.jsonl")
+	if l, err := store.List(ctx, newDir); err != nil || len(l) != 0 {
+		t.Fatalf("failed sync left objects %v, %v", l, err)
+	}
+	// The failed upload could not be aborted with the server gone.
+	ups, err := store.StaleUploads(ctx, "catalogs/", -1, contentKey)
+	if err != nil || len(ups) == 0 {
+		t.Fatalf("no upload left by the interrupted Put (%v): this test would prove nothing", err)
+	}
+
+	res, err := pl.Run(ctx, csync.Catalog{Name: "c", Image: ref})
+	if err != nil || res.Action != csync.ActionPublished || res.Digest != newDigest {
+		t.Fatalf("retry: %+v, %v", res, err)
+	}
+	got := s3ReadAll(t, store, "c")
+	if n := bytes.Count(got, []byte("\n")); n != res.Meta.Objects || len(got) < 10<<20 { // at least two 5 MiB parts
+		t.Fatalf("new catalog: %d bytes, %d lines, meta says %d objects", len(got), n, res.Meta.Objects)
+	}
+
+	rep, err := catalog.GC(ctx, store, catalog.GCOptions{Catalogs: []string{"c"}, LeftoverAge: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aborted int
+	for _, it := range rep.Deleted {
+		// Bytes may be 0: the parts in flight when MinIO stopped never
+		// completed.
+		if it.Reason != catalog.GCLeftover || it.Keys[0] != contentKey {
+			t.Errorf("GC deleted %+v", it)
+		}
+		aborted++
+	}
+	if aborted != len(ups) {
+		t.Errorf("GC aborted %d uploads, %d were left", aborted, len(ups))
+	}
+	if ups, err := store.StaleUploads(ctx, "catalogs/", -1, contentKey); err != nil || len(ups) != 0 {
+		t.Fatalf("uploads after GC: %v, %v", ups, err)
+	}
+	if !bytes.Equal(s3ReadAll(t, store, "c"), got) {
+		t.Fatal("GC changed the served catalog")
+	}
+	// The previous digest is kept (Keep 2), the new one is current.
+	if _, ok, err := catalog.HasContent(ctx, store, "c", oldDigest); err != nil || !ok {
+		t.Fatalf("previous content gone: %v", err)
+	}
+}
