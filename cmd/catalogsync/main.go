@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdServe(ctx, args[1:], stderr)
 	case "gc":
 		err = cmdGC(ctx, args[1:], stdout, stderr)
+	case "poll":
+		err = cmdPoll(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		usage(stdout)
 		return 0
@@ -84,6 +87,7 @@ func usage(w io.Writer) {
   catalogsync sync  --name NAME --image REF [--store DIR] [flags]   sync one catalog and exit
   catalogsync serve [--config FILE] [--store DIR] [--addr ADDR]    keep catalogs synced and serve them
   catalogsync gc    [--store DIR] [--keep N] [--grace D] [--dry-run]  delete content no longer needed
+  catalogsync poll  --config FILE [--store DIR]                      sync the catalogs that are due, then exit (CronJob)
 Every command takes --store DIR (local) or --s3-bucket B (S3/MinIO, see --s3-*).
 Run "catalogsync CMD -h" for a command's flags.
 `)
@@ -279,6 +283,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	cf.register(fset)
 	s3f := registerS3Flags(fset)
 	cfgPath := fset.String("config", envOr("CATALOGSYNC_CONFIG", ""), "YAML file listing catalogs (env CATALOGSYNC_CONFIG)")
+	maxSyncs := fset.Int("max-concurrent-syncs", envInt("CATALOGSYNC_MAX_CONCURRENT_SYNCS", 4), "syncs running at once over all catalogs (env CATALOGSYNC_MAX_CONCURRENT_SYNCS)")
+	regRate := fset.Float64("registry-rate", envFloat("CATALOGSYNC_REGISTRY_RATE", 10), "syncs started per second against one registry host; more wait queued (env CATALOGSYNC_REGISTRY_RATE)")
+	regBurst := fset.Int("registry-burst", envInt("CATALOGSYNC_REGISTRY_BURST", 10), "burst for --registry-rate (env CATALOGSYNC_REGISTRY_BURST)")
+	pollEvery := fset.Duration("poll-check-interval", envDuration("CATALOGSYNC_POLL_CHECK_INTERVAL", time.Minute), "how often catalogs are checked for a due poll (env CATALOGSYNC_POLL_CHECK_INTERVAL)")
 	gcEvery := fset.Duration("gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
 	addr := fset.String("addr", envOr("CATALOGSYNC_ADDR", ":"+envOr("PORT", "8080")), "listen address (env CATALOGSYNC_ADDR, or :$PORT)")
 	if err := fset.Parse(args); err != nil {
@@ -341,11 +349,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
 
-	poller := &csync.Poller{Pipeline: pl}
+	// The engine coalesces triggers per catalog and retries failures; the
+	// scheduler is the cron fallback and does the first sync at start.
+	engine := csync.NewEngine(pl, csync.StaticCatalogs(cfg.catalogs()), store,
+		csync.WithMaxConcurrent(*maxSyncs), csync.WithRegistryRate(*regRate, *regBurst), csync.WithEngineLogger(log))
+	engine.Start(ctx)
 	pollDone := make(chan struct{})
 	go func() {
 		defer close(pollDone)
-		poller.Run(ctx, cfg.catalogs())
+		engine.RunScheduler(ctx, *pollEvery)
 	}()
 	if *gcEvery > 0 {
 		go runGC(ctx, log, store, cfg, *gcEvery)
@@ -361,8 +373,73 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
 	<-pollDone
+	engine.Wait()
 	log.Info("stopped")
 	return err
+}
+
+// cmdPoll syncs, once, every configured catalog whose poll is due (from
+// the last poll recorded in storage), for a Kubernetes CronJob or any
+// scheduler without a long-running process. It fails if any sync failed.
+func cmdPoll(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("poll", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fset)
+	s3f := registerS3Flags(fset)
+	cfgPath := fset.String("config", envOr("CATALOGSYNC_CONFIG", ""), "YAML file listing catalogs (env CATALOGSYNC_CONFIG)")
+	if err := fset.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *cfgPath == "" || fset.NArg() > 0 {
+		return usageError{"poll needs --config"}
+	}
+	log, err := cf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if cf.store == "" && !s3f.cfg.Enabled() {
+		cf.store = cfg.Storage.Dir
+	}
+	store, _, err := openStoreFromFlags(ctx, cf.store, s3f)
+	if err != nil {
+		return err
+	}
+	defer closeStore(store)
+	pl, src, err := cf.pipeline(log, store, cfg.Registries)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	engine := csync.NewEngine(pl, csync.StaticCatalogs(cfg.catalogs()), store)
+	var failed []string
+	for _, c := range cfg.catalogs() {
+		due, err := engine.Due(ctx, c)
+		if err != nil {
+			failed = append(failed, c.Name)
+			fmt.Fprintf(stdout, "%s: %v\n", c.Name, err)
+			continue
+		}
+		if !due {
+			fmt.Fprintf(stdout, "%s: not due\n", c.Name)
+			continue
+		}
+		res, err := pl.Run(ctx, c)
+		if err != nil {
+			failed = append(failed, c.Name)
+			fmt.Fprintf(stdout, "%s: %v\n", c.Name, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: %s %s\n", c.Name, res.Action, res.Digest)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d catalog(s) failed: %s", len(failed), strings.Join(failed, ", "))
+	}
+	return nil
 }
 
 // runGC deletes, every interval, content that no configured catalog
@@ -387,6 +464,20 @@ func runGC(ctx context.Context, log *slog.Logger, store storage.Store, cfg Confi
 		}
 		log.Info("gc done", "deleted", len(rep.Deleted), "freedBytes", rep.DeletedBytes)
 	}
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envFloat(k string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(k), 64); err == nil {
+		return v
+	}
+	return def
 }
 
 func envDuration(k string, def time.Duration) time.Duration {

@@ -184,3 +184,21 @@ func writeConfig(t *testing.T, names ...string) string {
 	}
 	return p
 }
+
+func TestPollCommand(t *testing.T) {
+	cfg := writeConfig(t, "a", "b")
+	store := t.TempDir()
+	code, out, stderr := runCLI(t, "poll", "--config", cfg, "--store", store)
+	if code != 0 || !strings.Contains(out, "a: Published") || !strings.Contains(out, "b: Published") {
+		t.Fatalf("first poll: exit %d\n%s%s", code, out, stderr)
+	}
+	// writeConfig sets no poll interval: published tag catalogs are not
+	// polled again.
+	code, out, _ = runCLI(t, "poll", "--config", cfg, "--store", store)
+	if code != 0 || !strings.Contains(out, "a: not due") {
+		t.Fatalf("second poll: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runCLI(t, "poll"); code != 2 {
+		t.Fatalf("poll without config: exit %d", code)
+	}
+}

@@ -1,0 +1,38 @@
+package sync
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/catalogsync/catalogsync/sync/source"
+)
+
+// Backoff computes retry delays: exponential from Min to Max with ±20%
+// jitter, so replicas that failed together do not retry together.
+type Backoff struct {
+	Min, Max time.Duration
+}
+
+// DefaultBackoff starts at one second and caps at five minutes.
+var DefaultBackoff = Backoff{Min: time.Second, Max: 5 * time.Minute}
+
+// Delay returns the wait before retry number attempt (0-based), never less
+// than what the registry asked for.
+func (b Backoff) Delay(attempt int, retryAfter time.Duration) time.Duration {
+	d := b.Min
+	for i := 0; i < attempt && d < b.Max; i++ {
+		d *= 2
+	}
+	d = min(d, b.Max)
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return max(d, retryAfter)
+}
+
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+}
+
+func pinned(image string) bool {
+	_, ok, _ := source.Pin(image)
+	return ok
+}

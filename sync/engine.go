@@ -1,0 +1,500 @@
+package sync
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	stdsync "sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/source"
+)
+
+// ErrUnknownCatalog is returned when a trigger names a catalog that is not
+// configured: a trigger never decides what gets pulled.
+var ErrUnknownCatalog = errors.New("unknown catalog")
+
+// CatalogSet is the configured catalogs: a static config file, or the
+// cluster's ClusterCatalogs. It is read at each use, so changes apply.
+type CatalogSet interface {
+	Catalogs() []Catalog
+}
+
+// StaticCatalogs is a fixed CatalogSet.
+type StaticCatalogs []Catalog
+
+func (s StaticCatalogs) Catalogs() []Catalog { return s }
+
+// OpState is where an operation stands.
+type OpState string
+
+const (
+	OpQueued    OpState = "Queued"
+	OpRunning   OpState = "Running"
+	OpSucceeded OpState = "Succeeded"
+	OpFailed    OpState = "Failed"
+)
+
+// Operation is one sync the engine ran or will run. Triggers that arrive
+// while a sync is queued join its operation instead of making another.
+type Operation struct {
+	ID       string    `json:"id"`
+	Catalog  string    `json:"catalog"`
+	Reasons  []string  `json:"reasons"`
+	State    OpState   `json:"state"`
+	Created  time.Time `json:"created"`
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
+	// Progress is the last event seen while running.
+	Progress *Event  `json:"progress,omitempty"`
+	Result   *Result `json:"result,omitempty"`
+	Error    *Error  `json:"error,omitempty"`
+}
+
+// CatalogState is what the engine knows of one catalog right now.
+type CatalogState struct {
+	Catalog Catalog
+	// Running and Queued are the current and next operation, if any.
+	Running, Queued *Operation
+	// Last is the last finished operation.
+	Last *Operation
+	// NextRetry is when a failed sync is retried (zero: none planned).
+	NextRetry time.Time
+	// Failures counts consecutive failed syncs.
+	Failures int
+}
+
+// EngineOption configures an Engine.
+type EngineOption func(*Engine)
+
+// WithMaxConcurrent caps syncs running at once over all catalogs.
+func WithMaxConcurrent(n int) EngineOption {
+	return func(e *Engine) {
+		if n > 0 {
+			e.slots = make(chan struct{}, n)
+		}
+	}
+}
+
+// WithRegistryRate limits how often syncs may start against one registry
+// host (per second, with a burst). A sync that must wait stays queued.
+func WithRegistryRate(perSecond float64, burst int) EngineOption {
+	return func(e *Engine) { e.regRate, e.regBurst = rate.Limit(perSecond), max(burst, 1) }
+}
+
+// WithBackoff sets the retry backoff for failed syncs.
+func WithBackoff(b Backoff) EngineOption { return func(e *Engine) { e.backoff = b } }
+
+// WithObservers adds observers to every sync the engine runs.
+func WithObservers(obs ...Observer) EngineOption {
+	return func(e *Engine) { e.observers = append(e.observers, obs...) }
+}
+
+// WithEngineLogger sets the logger.
+func WithEngineLogger(l *slog.Logger) EngineOption { return func(e *Engine) { e.log = l } }
+
+// WithSettle makes a queued sync wait until triggers have been quiet for
+// settle (at most maxSettle after the first), so the burst of events one
+// push makes (a multi-arch image sends one per platform, then the index)
+// ends in one sync. 0 starts at once.
+func WithSettle(settle, maxSettle time.Duration) EngineOption {
+	return func(e *Engine) { e.settle, e.maxSettle = max(settle, 0), max(maxSettle, settle) }
+}
+
+// WithEngineClock replaces time.Now for due-ness (tests).
+func WithEngineClock(now func() time.Time) EngineOption { return func(e *Engine) { e.now = now } }
+
+// WithHistory sets how many finished operations are kept for lookups.
+func WithHistory(n int) EngineOption {
+	return func(e *Engine) {
+		if n > 0 {
+			e.history = n
+		}
+	}
+}
+
+// Engine runs syncs on demand. Triggers (webhooks, events, REST, polls)
+// for one catalog coalesce into at most one running and one queued sync;
+// the queued one resolves the newest digest when it starts, so no trigger
+// is lost and none causes a redundant pull. It is safe for concurrent use.
+type Engine struct {
+	pl        *Pipeline
+	settle    time.Duration
+	maxSettle time.Duration
+	set       CatalogSet
+	store     storage.Store
+	slots     chan struct{}
+	regRate   rate.Limit
+	regBurst  int
+	backoff   Backoff
+	history   int
+	log       *slog.Logger
+	now       func() time.Time
+
+	observers []Observer
+
+	mu       stdsync.Mutex
+	states   map[string]*catalogState
+	ops      map[string]*Operation
+	finished []string // op ids in finishing order, for trimming
+	limiters map[string]*rate.Limiter
+	ctx      context.Context
+	wg       stdsync.WaitGroup
+}
+
+type catalogState struct {
+	running, queued, last *Operation
+	// notBefore is when the queued operation may start: triggers keep
+	// pushing it back by the settle time, up to maxSettle after the first.
+	notBefore time.Time
+	retry     *time.Timer
+	nextRetry time.Time
+	failures  int
+}
+
+// NewEngine returns an Engine that runs syncs with pl for the catalogs of
+// set, reading poll records from store.
+func NewEngine(pl *Pipeline, set CatalogSet, store storage.Store, opts ...EngineOption) *Engine {
+	e := &Engine{
+		pl:        pl,
+		set:       set,
+		store:     store,
+		slots:     make(chan struct{}, 4),
+		settle:    250 * time.Millisecond,
+		maxSettle: 5 * time.Second,
+		regRate:   rate.Inf,
+		regBurst:  1,
+		backoff:   DefaultBackoff,
+		history:   1000,
+		log:       slog.New(slog.DiscardHandler),
+		now:       time.Now,
+		states:    map[string]*catalogState{},
+		ops:       map[string]*Operation{},
+		limiters:  map[string]*rate.Limiter{},
+		ctx:       context.Background(),
+	}
+	for _, fn := range opts {
+		fn(e)
+	}
+	return e
+}
+
+// Start binds the engine to ctx: syncs run under it, and Wait returns
+// once they have all stopped after ctx ends.
+func (e *Engine) Start(ctx context.Context) {
+	e.mu.Lock()
+	e.ctx = ctx
+	e.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		e.mu.Lock()
+		for _, st := range e.states {
+			if st.retry != nil {
+				st.retry.Stop()
+			}
+		}
+		e.mu.Unlock()
+	}()
+}
+
+// Wait blocks until every started sync has returned.
+func (e *Engine) Wait() { e.wg.Wait() }
+
+func (e *Engine) lookup(name string) (Catalog, bool) {
+	for _, c := range e.set.Catalogs() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Catalog{}, false
+}
+
+// Trigger asks for a sync of the named catalog and returns the operation
+// that will carry it out. It returns at once: the sync runs in the
+// background, after the one already running if any.
+func (e *Engine) Trigger(ctx context.Context, name, reason string) (Operation, error) {
+	c, ok := e.lookup(name)
+	if !ok {
+		return Operation{}, fmt.Errorf("%w %q", ErrUnknownCatalog, name)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.state(name)
+	if st.queued != nil {
+		if !slices.Contains(st.queued.Reasons, reason) {
+			st.queued.Reasons = append(st.queued.Reasons, reason)
+		}
+		st.notBefore = time.Now().Add(e.settle)
+		if limit := st.queued.Created.Add(e.maxSettle); st.notBefore.After(limit) {
+			st.notBefore = limit
+		}
+		return *st.queued, nil
+	}
+	op := &Operation{ID: newID(), Catalog: name, Reasons: []string{reason}, State: OpQueued, Created: time.Now()}
+	st.notBefore = time.Now().Add(e.settle)
+	e.ops[op.ID] = op
+	// An explicit trigger supersedes a planned retry: run now.
+	if st.retry != nil {
+		st.retry.Stop()
+		st.retry, st.nextRetry = nil, time.Time{}
+	}
+	st.queued = op
+	if st.running == nil {
+		e.startLocked(c, st)
+	}
+	return *op, nil
+}
+
+func (e *Engine) state(name string) *catalogState {
+	st := e.states[name]
+	if st == nil {
+		st = &catalogState{}
+		e.states[name] = st
+	}
+	return st
+}
+
+// startLocked starts the queued operation once it has settled: until
+// then it stays queued, so further triggers join it.
+func (e *Engine) startLocked(c Catalog, st *catalogState) {
+	op := st.queued
+	ctx := e.ctx
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		for {
+			e.mu.Lock()
+			wait := time.Until(st.notBefore)
+			if wait <= 0 || ctx.Err() != nil {
+				st.queued, st.running = nil, op
+				e.mu.Unlock()
+				break
+			}
+			e.mu.Unlock()
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			}
+		}
+		e.run(ctx, c, op)
+	}()
+}
+
+func (e *Engine) run(ctx context.Context, c Catalog, op *Operation) {
+	// Wait for a slot and the registry's rate while staying "Queued" to
+	// the outside; the operation cannot be lost while it waits.
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		e.finish(c, op, Result{}, &Error{Phase: PhaseResolving, Reason: ReasonCanceled, Retryable: true, Err: ctx.Err()})
+		return
+	}
+	defer func() { <-e.slots }()
+	if err := e.limiter(c.Image).Wait(ctx); err != nil {
+		e.finish(c, op, Result{}, &Error{Phase: PhaseResolving, Reason: ReasonCanceled, Retryable: true, Err: err})
+		return
+	}
+	e.mu.Lock()
+	op.State, op.Started = OpRunning, e.now()
+	e.mu.Unlock()
+
+	track := ObserverFunc(func(ev Event) {
+		e.mu.Lock()
+		if op.State == OpRunning {
+			ev := ev
+			op.Progress = &ev
+		}
+		e.mu.Unlock()
+	})
+	res, err := e.pl.Run(ctx, c, append([]Observer{track}, e.observers...)...)
+	se, _ := AsError(err)
+	if err != nil && se == nil {
+		se = &Error{Phase: PhaseFailed, Reason: ReasonInternal, Retryable: true, Err: err}
+	}
+	e.finish(c, op, res, se)
+}
+
+// finish records the outcome, plans a retry for a retryable failure, and
+// starts the queued operation if one arrived meanwhile.
+func (e *Engine) finish(c Catalog, op *Operation, res Result, se *Error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.state(c.Name)
+	op.Finished = e.now()
+	if se != nil {
+		op.State, op.Error = OpFailed, se
+		st.failures++
+	} else {
+		r := res
+		op.State, op.Result = OpSucceeded, &r
+		st.failures = 0
+	}
+	st.running, st.last = nil, op
+	e.finished = append(e.finished, op.ID)
+	for len(e.finished) > e.history {
+		delete(e.ops, e.finished[0])
+		e.finished = e.finished[1:]
+	}
+	if e.ctx.Err() != nil {
+		return
+	}
+	if st.queued != nil {
+		// Someone asked again while this ran: go again at once; it
+		// resolves the newest digest.
+		if cur, ok := e.lookup(c.Name); ok {
+			e.startLocked(cur, st)
+		} else {
+			q := st.queued
+			st.queued = nil
+			q.State, q.Finished = OpFailed, e.now()
+			q.Error = &Error{Phase: PhaseResolving, Reason: ReasonInvalidRef, Err: fmt.Errorf("%w %q: removed while queued", ErrUnknownCatalog, c.Name)}
+		}
+		return
+	}
+	if se != nil && se.Retryable {
+		d := e.backoff.Delay(st.failures-1, se.RetryAfter)
+		st.nextRetry = e.now().Add(d)
+		name := c.Name
+		st.retry = time.AfterFunc(d, func() {
+			e.mu.Lock()
+			st.retry, st.nextRetry = nil, time.Time{}
+			e.mu.Unlock()
+			if _, err := e.Trigger(e.ctx, name, "retry"); err != nil {
+				e.log.Debug("retry dropped", "catalog", name, "err", err)
+			}
+		})
+	}
+}
+
+// limiter returns the start-rate limiter of the image's registry.
+func (e *Engine) limiter(image string) *rate.Limiter {
+	host := "local"
+	if r, err := source.ParseRef(image); err == nil && r.Registry != "" {
+		host = r.Registry
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.limiters[host]
+	if l == nil {
+		l = rate.NewLimiter(e.regRate, e.regBurst)
+		e.limiters[host] = l
+	}
+	return l
+}
+
+// Due reports whether c should be polled now: never synced, or its poll
+// interval has passed since the last poll recorded in storage (so any
+// replica, or a fresh process, agrees). Digest-pinned catalogs are due only
+// until they are published.
+func (e *Engine) Due(ctx context.Context, c Catalog) (bool, error) {
+	ptr, _, err := catalog.Current(ctx, e.store, c.Name)
+	switch {
+	case errors.Is(err, storage.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	if ptr.Ref != c.Image {
+		return true, nil // the spec changed: sync the new image
+	}
+	if pinned(c.Image) || c.PollInterval <= 0 {
+		return false, nil
+	}
+	last, err := catalog.LastPoll(ctx, e.store, c.Name)
+	if errors.Is(err, storage.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return e.now().Sub(last.Time) >= c.PollInterval, nil
+}
+
+// PollDue triggers every catalog that is due (see Due) and returns their
+// names. It is what a PingSource event, a CronJob or serve's own ticker
+// calls.
+func (e *Engine) PollDue(ctx context.Context) ([]string, error) {
+	var due []string
+	var errs []error
+	for _, c := range e.set.Catalogs() {
+		ok, err := e.Due(ctx, c)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.Name, err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if _, err := e.Trigger(ctx, c.Name, "poll"); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		due = append(due, c.Name)
+	}
+	return due, errors.Join(errs...)
+}
+
+// RunScheduler polls due catalogs every interval (with jitter) until ctx
+// ends: the cron fallback for registries that send no webhooks.
+func (e *Engine) RunScheduler(ctx context.Context, every time.Duration) {
+	for {
+		if due, err := e.PollDue(ctx); err != nil {
+			e.log.Warn("poll", "err", err)
+		} else if len(due) > 0 {
+			e.log.Debug("polling", "catalogs", due)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(jitter(every)):
+		}
+	}
+}
+
+// State returns what the engine knows of a catalog.
+func (e *Engine) State(name string) (CatalogState, bool) {
+	c, ok := e.lookup(name)
+	if !ok {
+		return CatalogState{}, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.state(name)
+	cs := CatalogState{Catalog: c, NextRetry: st.nextRetry, Failures: st.failures}
+	cs.Running, cs.Queued, cs.Last = copyOp(st.running), copyOp(st.queued), copyOp(st.last)
+	return cs, true
+}
+
+// Operation returns an operation by id, while it is kept.
+func (e *Engine) Operation(id string) (Operation, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	op, ok := e.ops[id]
+	if !ok {
+		return Operation{}, false
+	}
+	return *copyOp(op), true
+}
+
+func copyOp(op *Operation) *Operation {
+	if op == nil {
+		return nil
+	}
+	c := *op
+	c.Reasons = slices.Clone(op.Reasons)
+	return &c
+}
+
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
