@@ -264,15 +264,39 @@ type objRec struct {
 type fileResult struct {
 	objs []objRec
 	err  error
+	done chan struct{} // closed when parsing ended
 }
 
 // spool holds parsed objects on local disk until the final file order is
 // known, so memory does not grow with the catalog.
 type spool struct {
-	mu   stdsync.Mutex
-	f    *os.File
-	w    *bufio.Writer
-	size int64
+	mu      stdsync.Mutex
+	f       *os.File
+	w       *bufio.Writer
+	size    int64
+	flushed int64
+}
+
+func (s *spool) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushed = s.size
+	return s.w.Flush()
+}
+
+// readAt reads what append wrote, flushing the buffer first if needed.
+func (s *spool) readAt(b []byte, off int64) error {
+	s.mu.Lock()
+	if off+int64(len(b)) > s.flushed {
+		if err := s.w.Flush(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		s.flushed = s.size
+	}
+	s.mu.Unlock()
+	_, err := s.f.ReadAt(b, off)
+	return err
 }
 
 func (s *spool) append(b []byte) (int64, error) {
@@ -314,8 +338,21 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 		workers = semaphore.NewWeighted(int64(p.workers))
 		fileErr error // a spool write failure: fatal, unlike parse errors
 	)
-	parse := func(path string, r io.Reader) {
-		fr := &fileResult{}
+	// Stream catalog.jsonl while layers are read, if files come in walk
+	// order; see streamer. Without a writer, everything goes the spool way.
+	st, err := newStreamer(ctx, p.store, c.Name, resolved.Digest, sp)
+	if err != nil {
+		st = nil
+	}
+	committed := false
+	defer func() {
+		if st != nil && !committed {
+			st.abort()
+		}
+	}()
+
+	parse := func(path string, r io.Reader, fr *fileResult) {
+		defer close(fr.done)
 		fr.err = fbc.Parse(r, func(o fbc.Object) error {
 			off, err := sp.append(o.Blob)
 			if err != nil {
@@ -333,9 +370,17 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 		results[path] = fr
 		mu.Unlock()
 	}
+	// start registers a file, in arrival order, for the streamer.
+	start := func(path string) *fileResult {
+		fr := &fileResult{done: make(chan struct{})}
+		if st != nil {
+			st.enqueue(path, u.IgnoredSoFar(path), fr)
+		}
+		return fr
+	}
 	handle := func(path string, size int64, r io.Reader) error {
 		if size > p.inline {
-			parse(path, r)
+			parse(path, r, start(path))
 			// Drain what a failed parse left, so the tar stream goes on.
 			_, err := io.Copy(io.Discard, r)
 			return err
@@ -353,12 +398,13 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 			sem.Release(w)
 			return err
 		}
+		fr := start(path)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer sem.Release(w)
 			defer workers.Release(1)
-			parse(path, bytes.NewReader(buf))
+			parse(path, bytes.NewReader(buf), fr)
 		}()
 		return nil
 	}
@@ -391,7 +437,7 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 	if fileErr != nil {
 		return catalog.Meta{}, pulled, &Error{Phase: PhaseUnpacking, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", fileErr)}
 	}
-	if err := sp.w.Flush(); err != nil {
+	if err := sp.flush(); err != nil {
 		return catalog.Meta{}, pulled, &Error{Phase: PhaseUnpacking, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
 	}
 	phase(PhasePulling, t)
@@ -422,34 +468,26 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 		}
 		objects += len(fr.objs)
 	}
-	st := v.Stats()
-	rep.emit(Event{Phase: PhaseValidating, Bundles: st.Bundles, Packages: st.Packages, Objects: objects})
+	vst := v.Stats()
+	rep.emit(Event{Phase: PhaseValidating, Bundles: vst.Bundles, Packages: vst.Packages, Objects: objects})
 	if err := v.Validate(); err != nil {
 		return catalog.Meta{}, pulled, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: err}
 	}
 	phase(PhaseValidating, t)
 
 	t = p.now()
-	rep.emit(Event{Phase: PhaseIndexing, Bundles: st.Bundles, Packages: st.Packages, Objects: objects})
-	w, err := catalog.NewWriter(ctx, p.store, c.Name, resolved.Digest)
-	if err != nil {
-		return catalog.Meta{}, pulled, storageError(PhaseIndexing, err)
-	}
-	buf := make([]byte, 0, 64<<10)
-	for _, file := range files {
-		for _, o := range results[file.Content].objs {
-			if cap(buf) < o.n {
-				buf = make([]byte, o.n)
-			}
-			b := buf[:o.n]
-			if _, err := f.ReadAt(b, o.off); err != nil {
-				w.Abort()
-				return catalog.Meta{}, pulled, &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
-			}
-			if err := w.Add(o.schema, o.pkg, o.name, b); err != nil {
-				w.Abort()
-				return catalog.Meta{}, pulled, storageError(PhaseIndexing, err)
-			}
+	rep.emit(Event{Phase: PhaseIndexing, Bundles: vst.Bundles, Packages: vst.Packages, Objects: objects})
+	var w *catalog.Writer
+	streamed := st != nil && st.finish(files)
+	if streamed {
+		w, committed = st.w, true
+	} else {
+		if st != nil {
+			st.abort()
+			committed = true // nothing left for the deferred abort
+		}
+		if w, err = p.writeFromSpool(ctx, c.Name, resolved.Digest, files, results, sp); err != nil {
+			return catalog.Meta{}, pulled, err
 		}
 	}
 	meta, err := w.Commit(ctx, catalog.Meta{
@@ -459,9 +497,10 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 			"manifestDigest": img.ManifestDigest,
 			"layers":         len(img.Layers),
 			"bytesPulled":    pulled,
-			"packages":       st.Packages,
-			"channels":       st.Channels,
-			"bundles":        st.Bundles,
+			"packages":       vst.Packages,
+			"channels":       vst.Channels,
+			"bundles":        vst.Bundles,
+			"streamed":       streamed,
 		},
 	})
 	if err != nil {
@@ -469,6 +508,33 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 	}
 	phase(PhaseIndexing, t)
 	return meta, pulled, nil
+}
+
+// writeFromSpool writes catalog.jsonl in the final file order from the
+// spool, when it could not be streamed during the pull.
+func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, files []unpack.File, results map[string]*fileResult, sp *spool) (*catalog.Writer, error) {
+	w, err := catalog.NewWriter(ctx, p.store, name, digest)
+	if err != nil {
+		return nil, storageError(PhaseIndexing, err)
+	}
+	buf := make([]byte, 0, 64<<10)
+	for _, file := range files {
+		for _, o := range results[file.Content].objs {
+			if cap(buf) < o.n {
+				buf = make([]byte, o.n)
+			}
+			b := buf[:o.n]
+			if err := sp.readAt(b, o.off); err != nil {
+				w.Abort()
+				return nil, &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
+			}
+			if err := w.Add(o.schema, o.pkg, o.name, b); err != nil {
+				w.Abort()
+				return nil, storageError(PhaseIndexing, err)
+			}
+		}
+	}
+	return w, nil
 }
 
 func registryError(ph Phase, err error) error {

@@ -482,3 +482,49 @@ func TestInvalidNameAndRef(t *testing.T) {
 		t.Fatal("sync errors wrap ErrSync")
 	}
 }
+
+// Links and out-of-order layers make the pipeline fall back from streaming
+// catalog.jsonl during the pull to writing it from the spool; either way
+// the objects come out in walk order.
+func TestStreamingFallbackOrder(t *testing.T) {
+	e := newEnv(t)
+	other := `{"schema":"custom.thing","name":"x"}` + "\n"
+	cases := map[string]imagebuild.Image{
+		"symlink": {Labels: map[string]string{label: "/configs"}, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
+			{Name: "configs/a.json", Body: []byte(onePackage)},
+			{Name: "configs/y.json", Typeflag: tar.TypeSymlink, Linkname: "z/other.json"},
+			{Name: "configs/z/other.json", Body: []byte(other)},
+		}}}},
+		"lower layer adds a file in between": {Labels: map[string]string{label: "/configs"}, Layers: []imagebuild.Layer{
+			{Entries: []imagebuild.Entry{{Name: "configs/y.json", Body: []byte(other)}}},
+			{Entries: []imagebuild.Entry{{Name: "configs/a.json", Body: []byte(onePackage)}, {Name: "configs/z/other.json", Body: []byte(other)}}},
+		}},
+	}
+	want := onePackageNormalized + `{"name":"x","schema":"custom.thing"}` + "\n" + `{"name":"x","schema":"custom.thing"}` + "\n"
+	for name, img := range cases {
+		t.Run(name, func(t *testing.T) {
+			ref, _ := e.push("fallback/"+strings.ReplaceAll(name, " ", "-")+":v1", img)
+			res, err := e.sync("fb-"+strings.ReplaceAll(name, " ", "-"), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(e.all(res.Catalog)); got != want {
+				t.Fatalf("got\n%s\nwant\n%s", got, want)
+			}
+			if res.Meta.Stats["streamed"] != false {
+				t.Fatalf("streamed = %v, want the spool fallback", res.Meta.Stats["streamed"])
+			}
+		})
+	}
+	// The ordinary single-layer image streams.
+	ref, _ := e.push("fallback/plain:v1", threePkgImage(t))
+	res, err := e.sync("fb-plain", ref)
+	if err != nil || res.Meta.Stats["streamed"] != true {
+		t.Fatalf("plain image: streamed = %v, %v", res.Meta.Stats["streamed"], err)
+	}
+}
+
+const onePackageNormalized = `{"defaultChannel":"s","name":"q","schema":"olm.package"}
+{"entries":[{"name":"q.v1"}],"name":"s","package":"q","schema":"olm.channel"}
+{"image":"example/q:v1","name":"q.v1","package":"q","properties":[{"type":"olm.package","value":{"packageName":"q","version":"1.0.0"}}],"schema":"olm.bundle"}
+`

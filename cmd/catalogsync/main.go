@@ -239,6 +239,13 @@ func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir str
 	m := res.Meta
 	fmt.Fprintf(w, "  objects     %d (%s)\n", m.Objects, formatCounts(m.Schemas))
 	fmt.Fprintf(w, "  size        %d bytes, sha256 %s\n", m.Size, m.SHA256)
+	var phases []string
+	for _, ph := range []csync.Phase{csync.PhaseResolving, csync.PhasePulling, csync.PhaseUnpacking, csync.PhaseValidating, csync.PhaseIndexing, csync.PhasePublishing} {
+		if d, ok := res.Phases[ph]; ok {
+			phases = append(phases, fmt.Sprintf("%s %s", strings.ToLower(string(ph)), d.Round(time.Millisecond)))
+		}
+	}
+	fmt.Fprintf(w, "  phases      %s\n", strings.Join(phases, ", "))
 	key, err := catalog.ContentKey(res.Catalog, res.Digest)
 	if err != nil {
 		return err
