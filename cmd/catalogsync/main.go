@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path"
@@ -25,7 +23,6 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
@@ -283,108 +280,6 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fset := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fset)
-	s3f := registerS3Flags(fset)
-	cfgPath := fset.String("config", envOr("CATALOGSYNC_CONFIG", ""), "YAML file listing catalogs (env CATALOGSYNC_CONFIG)")
-	maxSyncs := fset.Int("max-concurrent-syncs", envInt("CATALOGSYNC_MAX_CONCURRENT_SYNCS", 4), "syncs running at once over all catalogs (env CATALOGSYNC_MAX_CONCURRENT_SYNCS)")
-	regRate := fset.Float64("registry-rate", envFloat("CATALOGSYNC_REGISTRY_RATE", 10), "syncs started per second against one registry host; more wait queued (env CATALOGSYNC_REGISTRY_RATE)")
-	regBurst := fset.Int("registry-burst", envInt("CATALOGSYNC_REGISTRY_BURST", 10), "burst for --registry-rate (env CATALOGSYNC_REGISTRY_BURST)")
-	pollEvery := fset.Duration("poll-check-interval", envDuration("CATALOGSYNC_POLL_CHECK_INTERVAL", time.Minute), "how often catalogs are checked for a due poll (env CATALOGSYNC_POLL_CHECK_INTERVAL)")
-	gcEvery := fset.Duration("gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
-	addr := fset.String("addr", envOr("CATALOGSYNC_ADDR", ":"+envOr("PORT", "8080")), "listen address (env CATALOGSYNC_ADDR, or :$PORT)")
-	if err := fset.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if fset.NArg() > 0 {
-		return usageError{"serve takes no arguments"}
-	}
-	log, err := cf.logger(stderr)
-	if err != nil {
-		return err
-	}
-	var cfg Config
-	if *cfgPath != "" {
-		if cfg, err = loadConfig(*cfgPath); err != nil {
-			return err
-		}
-	}
-	if cf.store == "" && !s3f.cfg.Enabled() {
-		cf.store = cfg.Storage.Dir
-	}
-	if cfg.Platform != "" && cf.platform == "linux/amd64" {
-		cf.platform = cfg.Platform
-	}
-	store, dir, err := openStoreFromFlags(ctx, cf.store, s3f)
-	if err != nil {
-		return err
-	}
-	defer closeStore(store)
-	// Refuse to start on a store that cannot be read: better now than at
-	// the first sync.
-	if _, err := store.List(ctx, "catalogs/"); err != nil {
-		return fmt.Errorf("store %s is not usable: %w", dir, err)
-	}
-	pl, src, err := cf.pipeline(log, store, cfg.Registries)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-
-	mux := http.NewServeMux()
-	// Catalog content, compatible with catalogd's /catalogs/{name}/api/v1/...
-	mux.Handle("/catalogs/", content.New(store, content.WithLogger(log)))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok\n")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		rctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if _, err := store.Stat(rctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
-			http.Error(w, "storage unreachable: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "ok\n")
-	})
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
-
-	// The engine coalesces triggers per catalog and retries failures; the
-	// scheduler is the cron fallback and does the first sync at start.
-	engine := csync.NewEngine(pl, csync.StaticCatalogs(cfg.catalogs()), store,
-		csync.WithMaxConcurrent(*maxSyncs), csync.WithRegistryRate(*regRate, *regBurst), csync.WithEngineLogger(log))
-	engine.Start(ctx)
-	pollDone := make(chan struct{})
-	go func() {
-		defer close(pollDone)
-		engine.RunScheduler(ctx, *pollEvery)
-	}()
-	if *gcEvery > 0 {
-		go runGC(ctx, log, store, cfg, *gcEvery)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		return err
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
-	<-pollDone
-	engine.Wait()
-	log.Info("stopped")
-	return err
-}
-
 // cmdPoll syncs, once, every configured catalog whose poll is due (from
 // the last poll recorded in storage), for a Kubernetes CronJob or any
 // scheduler without a long-running process. It fails if any sync failed.
@@ -447,30 +342,6 @@ func cmdPoll(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%d catalog(s) failed: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return nil
-}
-
-// runGC deletes, every interval, content that no configured catalog
-// needs any more, with the default keep and grace policy.
-func runGC(ctx context.Context, log *slog.Logger, store storage.Store, cfg Config, every time.Duration) {
-	names := make([]string, 0, len(cfg.Catalogs))
-	for _, c := range cfg.Catalogs {
-		names = append(names, c.Name)
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		rep, err := catalog.GC(ctx, store, catalog.GCOptions{Catalogs: names, Log: log})
-		if err != nil {
-			log.Warn("gc", "err", err)
-			continue
-		}
-		log.Info("gc done", "deleted", len(rep.Deleted), "freedBytes", rep.DeletedBytes)
-	}
 }
 
 func envInt(k string, def int) int {

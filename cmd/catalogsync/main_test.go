@@ -136,6 +136,21 @@ func TestServeSyncsConfiguredCatalogs(t *testing.T) {
 	if resp.StatusCode != 200 || bytes.Count(body, []byte("\n")) != 3 || resp.Header.Get("Content-Type") != "application/jsonl" {
 		t.Fatalf("metas: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
+	for path, want := range map[string]string{
+		"/api/v1/catalogs/sample": `"digest":"sha256:`,
+		"/metrics":                "catalogsync_syncs_total",
+		"/openapi.yaml":           "openapi:",
+	} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte(want)) {
+			t.Errorf("%s: %d, body lacks %q:\n%.400s", path, resp.StatusCode, want, body)
+		}
+	}
 	resp, err = http.Get("http://" + addr + "/catalogs/nope/api/v1/all")
 	if err != nil || resp.StatusCode != 404 {
 		t.Fatalf("unknown catalog: %v %v", resp, err)

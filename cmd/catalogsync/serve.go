@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogsync/catalogsync/handlers/api"
+	"github.com/catalogsync/catalogsync/handlers/content"
+	"github.com/catalogsync/catalogsync/metrics"
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	csync "github.com/catalogsync/catalogsync/sync"
+)
+
+// serveFlags are serve's own flags, besides the common ones.
+type serveFlags struct {
+	cfgPath   string
+	addr      string
+	baseURL   string
+	maxSyncs  int
+	regRate   float64
+	regBurst  int
+	pollEvery time.Duration
+	gcEvery   time.Duration
+}
+
+func (f *serveFlags) register(fset *flag.FlagSet) {
+	fset.StringVar(&f.cfgPath, "config", envOr("CATALOGSYNC_CONFIG", ""), "YAML file listing catalogs (env CATALOGSYNC_CONFIG)")
+	fset.StringVar(&f.addr, "addr", envOr("CATALOGSYNC_ADDR", ":"+envOr("PORT", "8080")), "listen address (env CATALOGSYNC_ADDR, or :$PORT)")
+	fset.StringVar(&f.baseURL, "base-url", envOr("CATALOGSYNC_BASE_URL", ""), "external base URL of this service, for the serving URLs it reports (env CATALOGSYNC_BASE_URL; default: from each request's Host)")
+	fset.IntVar(&f.maxSyncs, "max-concurrent-syncs", envInt("CATALOGSYNC_MAX_CONCURRENT_SYNCS", 4), "syncs running at once over all catalogs (env CATALOGSYNC_MAX_CONCURRENT_SYNCS)")
+	fset.Float64Var(&f.regRate, "registry-rate", envFloat("CATALOGSYNC_REGISTRY_RATE", 10), "syncs started per second against one registry host; more wait queued (env CATALOGSYNC_REGISTRY_RATE)")
+	fset.IntVar(&f.regBurst, "registry-burst", envInt("CATALOGSYNC_REGISTRY_BURST", 10), "burst for --registry-rate (env CATALOGSYNC_REGISTRY_BURST)")
+	fset.DurationVar(&f.pollEvery, "poll-check-interval", envDuration("CATALOGSYNC_POLL_CHECK_INTERVAL", time.Minute), "how often catalogs are checked for a due poll (env CATALOGSYNC_POLL_CHECK_INTERVAL)")
+	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
+}
+
+func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fset := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fset)
+	s3f := registerS3Flags(fset)
+	var sf serveFlags
+	sf.register(fset)
+	if err := fset.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fset.NArg() > 0 {
+		return usageError{"serve takes no arguments"}
+	}
+	log, err := cf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	var cfg Config
+	if sf.cfgPath != "" {
+		if cfg, err = loadConfig(sf.cfgPath); err != nil {
+			return err
+		}
+	}
+	if cf.store == "" && !s3f.cfg.Enabled() {
+		cf.store = cfg.Storage.Dir
+	}
+	if cfg.Platform != "" && cf.platform == "linux/amd64" {
+		cf.platform = cfg.Platform
+	}
+	store, dir, err := openStoreFromFlags(ctx, cf.store, s3f)
+	if err != nil {
+		return err
+	}
+	// Every store operation is timed; the wrapper keeps Close and the GC's
+	// leftover cleaning.
+	m := metrics.New()
+	store = m.Store(store)
+	defer closeStore(store)
+	// Refuse to start on a store that cannot be read: better now than at
+	// the first sync.
+	if _, err := store.List(ctx, "catalogs/"); err != nil {
+		return fmt.Errorf("store %s is not usable: %w", dir, err)
+	}
+	pl, src, err := cf.pipeline(log, store, cfg.Registries)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	// The engine coalesces triggers per catalog and retries failures; the
+	// scheduler is the cron fallback and does the first sync at start.
+	set := csync.StaticCatalogs(cfg.catalogs())
+	engine := csync.NewEngine(pl, set, store,
+		csync.WithMaxConcurrent(sf.maxSyncs), csync.WithRegistryRate(sf.regRate, sf.regBurst),
+		csync.WithEngineLogger(log), csync.WithObservers(m.SyncObserver()))
+
+	r := chi.NewRouter()
+	// Both read chi's route pattern after routing, so they sit on the top
+	// router.
+	r.Use(m.HTTPMiddleware, api.LogRequests(log))
+	// Read from the environment only: flags show in ps.
+	api.New(engine, set, store,
+		api.WithLogger(log), api.WithToken(os.Getenv("CATALOGSYNC_API_TOKEN")), api.WithBaseURL(sf.baseURL),
+		api.WithMetrics(m.Handler()),
+	).Mount(r) // /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics
+	content.New(store, content.WithLogger(log)).Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+
+	ln, err := net.Listen("tcp", sf.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
+
+	engine.Start(ctx)
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		engine.RunScheduler(ctx, sf.pollEvery)
+	}()
+	if sf.gcEvery > 0 {
+		go runGC(ctx, log, store, cfg, sf.gcEvery)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	<-pollDone
+	engine.Wait()
+	log.Info("stopped")
+	return err
+}
+
+// runGC deletes, every interval, content that no configured catalog
+// needs any more, with the default keep and grace policy.
+func runGC(ctx context.Context, log *slog.Logger, store storage.Store, cfg Config, every time.Duration) {
+	names := make([]string, 0, len(cfg.Catalogs))
+	for _, c := range cfg.Catalogs {
+		names = append(names, c.Name)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rep, err := catalog.GC(ctx, store, catalog.GCOptions{Catalogs: names, Log: log})
+		if err != nil {
+			log.Warn("gc", "err", err)
+			continue
+		}
+		log.Info("gc done", "deleted", len(rep.Deleted), "freedBytes", rep.DeletedBytes)
+	}
+}

@@ -1,0 +1,244 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	csync "github.com/catalogsync/catalogsync/sync"
+)
+
+var (
+	// opID is what the document admits as an operation id.
+	opID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	// syncReason is what the document admits as a sync request's reason:
+	// it ends up in operation reasons and logs, so it stays short and plain.
+	syncReason = regexp.MustCompile(`^[A-Za-z0-9._ -]{0,64}$`)
+)
+
+// maxSyncBody bounds a sync request's body, which holds one short reason.
+const maxSyncBody = 4 << 10
+
+// catalogName returns the request's decoded {name}, answering 400 (and
+// returning false) when it is not a DNS-1123 subdomain. chi matches the
+// raw path when it has escapes, so the segment is decoded here.
+func catalogName(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name, err := url.PathUnescape(chi.URLParam(r, "name"))
+	if err != nil || !catalog.ValidName(name) {
+		writeProblem(w, http.StatusBadRequest, "a catalog name is a DNS-1123 subdomain of at most 253 characters")
+		return "", false
+	}
+	return name, true
+}
+
+func (h *Handler) lookup(name string) (csync.Catalog, bool) {
+	for _, c := range h.catalogs.Catalogs() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return csync.Catalog{}, false
+}
+
+func (h *Handler) listCatalogs(w http.ResponseWriter, r *http.Request) {
+	cats := slices.Clone(h.catalogs.Catalogs())
+	slices.SortFunc(cats, func(a, b csync.Catalog) int { return strings.Compare(a.Name, b.Name) })
+	base := h.servingBase(r)
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	items := make([]Catalog, len(cats))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(listConcurrency)
+	for i, c := range cats {
+		g.Go(func() error {
+			v, err := h.catalogView(gctx, c, base)
+			items[i] = v
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		h.log.Error("api: reading catalogs from the store", "err", err)
+		storeUnavailable(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, jsonType, CatalogList{Items: items})
+}
+
+func (h *Handler) getCatalog(w http.ResponseWriter, r *http.Request) {
+	name, ok := catalogName(w, r)
+	if !ok {
+		return
+	}
+	c, ok := h.lookup(name)
+	if !ok {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no catalog %q is configured", name))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	v, err := h.catalogView(ctx, c, h.servingBase(r))
+	if err != nil {
+		h.log.Error("api: reading a catalog from the store", "catalog", name, "err", err)
+		storeUnavailable(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, jsonType, v)
+}
+
+// catalogView joins the engine's state of c with what the store holds. Only
+// a failing store is an error: a catalog never published has no pointer,
+// and corrupt records (or a configured name the store cannot hold) are
+// reported in StoreError so one bad catalog does not hide the others.
+func (h *Handler) catalogView(ctx context.Context, c csync.Catalog, base string) (Catalog, error) {
+	v := Catalog{Name: c.Name, Image: c.Image, Phase: PhaseIdle, ServingURL: base + "/" + c.Name}
+	if c.PollInterval > 0 {
+		v.PollIntervalSeconds = c.PollInterval.Seconds()
+	}
+	if st, ok := h.engine.State(c.Name); ok {
+		v.Phase = phaseOf(st)
+		v.Running, v.Queued, v.LastSync = operationView(st.Running), operationView(st.Queued), operationView(st.Last)
+		if v.Running != nil {
+			v.Progress = v.Running.Progress
+		}
+		v.NextRetry = utc(st.NextRetry)
+		v.ConsecutiveFailures = st.Failures
+	}
+	var problems []string
+	ptr, _, err := catalog.Current(ctx, h.store, c.Name)
+	switch {
+	case err == nil:
+		v.Published = publishedView(ptr)
+	case errors.Is(err, storage.ErrNotExist):
+	case errors.Is(err, catalog.ErrCorrupt), errors.Is(err, catalog.ErrInvalidName):
+		problems = append(problems, err.Error())
+	default:
+		return v, err
+	}
+	poll, err := catalog.LastPoll(ctx, h.store, c.Name)
+	switch {
+	case err == nil:
+		v.LastPoll = pollView(poll)
+	case errors.Is(err, storage.ErrNotExist):
+	case errors.Is(err, catalog.ErrCorrupt), errors.Is(err, catalog.ErrInvalidName):
+		problems = append(problems, err.Error())
+	default:
+		return v, err
+	}
+	v.StoreError = strings.Join(problems, "; ")
+	return v, nil
+}
+
+// servingBase is where the content handler serves catalogs, as clients
+// outside reach it.
+func (h *Handler) servingBase(r *http.Request) string {
+	base := h.baseURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	return base + h.contentPath
+}
+
+// syncRequest is the optional body of POST .../sync.
+type syncRequest struct {
+	Reason string `json:"reason"`
+}
+
+func (h *Handler) syncCatalog(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="catalogsync"`)
+		writeProblem(w, http.StatusUnauthorized, "a valid bearer token is required")
+		return
+	}
+	name, ok := catalogName(w, r)
+	if !ok {
+		return
+	}
+	reason, status, msg := readSyncReason(w, r)
+	if status != 0 {
+		writeProblem(w, status, msg)
+		return
+	}
+	// The operation outlives the request: it must not be cancelled with it.
+	op, err := h.engine.Trigger(context.WithoutCancel(r.Context()), name, reason)
+	if errors.Is(err, csync.ErrUnknownCatalog) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no catalog %q is configured", name))
+		return
+	}
+	if err != nil {
+		// The engine fails a trigger only for an unknown catalog; anything
+		// else is a bug, not the client's fault.
+		h.log.Error("api: trigger", "catalog", name, "err", err)
+		writeProblem(w, http.StatusInternalServerError, "the sync could not be queued")
+		return
+	}
+	w.Header().Set("Location", Prefix+"/operations/"+op.ID)
+	writeJSON(w, http.StatusAccepted, jsonType, operationView(&op))
+}
+
+// readSyncReason reads the optional JSON body of a sync request and
+// returns the engine reason ("api", or "api:<reason>"), or a status and
+// message to answer with.
+func readSyncReason(w http.ResponseWriter, r *http.Request) (reason string, status int, msg string) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSyncBody))
+	if err != nil {
+		return "", http.StatusBadRequest, fmt.Sprintf("the request body is unreadable or larger than %d bytes", maxSyncBody)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "api", 0, ""
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != jsonType {
+		return "", http.StatusUnsupportedMediaType, "the request body must be application/json"
+	}
+	// null, arrays and the like would decode into an empty request.
+	if body = bytes.TrimSpace(body); body[0] != '{' {
+		return "", http.StatusBadRequest, "the request body must be a JSON object"
+	}
+	var req syncRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return "", http.StatusBadRequest, "the request body is not a sync request: " + err.Error()
+	}
+	if dec.More() {
+		return "", http.StatusBadRequest, "the request body holds more than one JSON value"
+	}
+	if !syncReason.MatchString(req.Reason) {
+		return "", http.StatusBadRequest, "reason must be at most 64 letters, digits, spaces, '.', '_' or '-'"
+	}
+	if req.Reason == "" {
+		return "api", 0, ""
+	}
+	return "api:" + req.Reason, 0, ""
+}
+
+func (h *Handler) getOperation(w http.ResponseWriter, r *http.Request) {
+	id, err := url.PathUnescape(chi.URLParam(r, "id"))
+	if err != nil || !opID.MatchString(id) {
+		writeProblem(w, http.StatusBadRequest, "an operation id is 1 to 64 letters, digits, '_' or '-'")
+		return
+	}
+	op, ok := h.engine.Operation(id)
+	if !ok {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no operation %q is kept", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, jsonType, operationView(&op))
+}

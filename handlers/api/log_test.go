@@ -1,0 +1,98 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogsync/catalogsync/handlers/api"
+	csync "github.com/catalogsync/catalogsync/sync"
+)
+
+// lockedBuffer is written by server goroutines and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	l.b.Reset()
+	return out
+}
+
+// TestLogRequests checks the request log's fields, installed on a chi
+// router with Use and wrapped around a handler from outside: both log the
+// route pattern, not the path.
+func TestLogRequests(t *testing.T) {
+	store := newFSStore(t)
+	set := csync.StaticCatalogs{{Name: tinyName, Image: "registry.example.test/tiny/catalog:v1"}}
+	h := api.New(csync.NewEngine(nil, set, store), set, store)
+
+	var buf lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	inside := chi.NewRouter()
+	inside.Use(api.LogRequests(log))
+	h.Mount(inside)
+	outside := api.LogRequests(log)(h)
+
+	for name, handler := range map[string]http.Handler{"Use": inside, "wrapped": outside} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(handler)
+			defer srv.Close()
+			for _, c := range []struct {
+				path, route string
+				status      int
+				level       string
+			}{
+				{"/api/v1/catalogs/tiny", "/api/v1/catalogs/{name}", 200, "INFO"},
+				{"/api/v1/catalogs/nope", "/api/v1/catalogs/{name}", 404, "INFO"},
+				{"/healthz", "/healthz", 200, "DEBUG"},
+				{"/api/v1/operations/x", "/api/v1/operations/{id}", 404, "INFO"},
+			} {
+				resp, err := http.Get(srv.URL + c.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				lines := buf.lines(t)
+				if len(lines) != 1 {
+					t.Fatalf("%s: %d log lines: %v", c.path, len(lines), lines)
+				}
+				l := lines[0]
+				if l["msg"] != "http request" || l["method"] != "GET" || l["route"] != c.route || l["path"] != c.path ||
+					l["status"] != float64(c.status) || l["bytes"] != float64(len(body)) || l["level"] != c.level {
+					t.Fatalf("%s: logged %v", c.path, l)
+				}
+				if d, ok := l["duration"].(float64); !ok || d <= 0 {
+					t.Fatalf("%s: duration %v", c.path, l["duration"])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package metrics
+
+import (
+	stdsync "sync"
+	"time"
+
+	csync "github.com/catalogsync/catalogsync/sync"
+)
+
+// ResultFailed is the result label of failed syncs; successful ones carry
+// their action (UpToDate, Reused, Published).
+const ResultFailed = "Failed"
+
+// SyncObserver returns a sync.Observer feeding the sync metrics from
+// progress events; pass it to sync.WithObservers. Published events carry
+// the result (action, phase durations, bytes pulled); Failed events the
+// error's reason. A failed sync's phases are not recorded: only its total
+// duration, measured from its Resolving event.
+func (m *Metrics) SyncObserver() csync.Observer {
+	return &syncObserver{m: m, starts: map[string][]time.Time{}}
+}
+
+type syncObserver struct {
+	m  *Metrics
+	mu stdsync.Mutex
+	// starts are the Resolving times of syncs not finished yet, oldest
+	// first, per catalog. Each sync's events come from a goroutine of its
+	// own, so the next sync's Resolving may arrive before the last one's
+	// end: a queue keeps each end paired with its own start.
+	starts map[string][]time.Time
+}
+
+func (o *syncObserver) Observe(e csync.Event) {
+	switch e.Phase {
+	case csync.PhaseResolving:
+		o.mu.Lock()
+		o.starts[e.Catalog] = append(o.starts[e.Catalog], e.Time)
+		o.mu.Unlock()
+		o.m.syncsRunning.Inc()
+	case csync.PhasePublished:
+		o.finished(e.Catalog)
+		if r := e.Result; r != nil {
+			o.m.syncs.WithLabelValues(e.Catalog, string(r.Action), "").Inc()
+			o.m.syncDuration.WithLabelValues(string(r.Action)).Observe(r.Duration.Seconds())
+			for ph, d := range r.Phases {
+				o.m.phaseDuration.WithLabelValues(string(ph)).Observe(d.Seconds())
+			}
+			o.m.bytesPulled.Add(float64(r.BytesPulled))
+		}
+	case csync.PhaseFailed:
+		start, ok := o.finished(e.Catalog)
+		reason := csync.ReasonInternal
+		if e.Err != nil {
+			reason = e.Err.Reason
+		}
+		o.m.syncs.WithLabelValues(e.Catalog, ResultFailed, reason).Inc()
+		if ok {
+			o.m.syncDuration.WithLabelValues(ResultFailed).Observe(e.Time.Sub(start).Seconds())
+		}
+	}
+}
+
+// finished pops the catalog's oldest start, if any: a sync failing before
+// it resolved anything (an invalid name) never started.
+func (o *syncObserver) finished(catalog string) (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.starts[catalog]
+	if len(q) == 0 {
+		return time.Time{}, false
+	}
+	start := q[0]
+	if len(q) == 1 {
+		delete(o.starts, catalog)
+	} else {
+		o.starts[catalog] = q[1:]
+	}
+	o.m.syncsRunning.Dec()
+	return start, true
+}
