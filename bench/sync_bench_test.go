@@ -79,7 +79,12 @@ func setup(b *testing.B) *fixture {
 			fixErr = err
 			return
 		}
-		for name, src := range map[string]string{"community-v4.21": shared, "generated-x16": gen} {
+		tiny, err := filepath.Abs("../testdata/fbc/tiny/configs")
+		if err != nil {
+			fixErr = err
+			return
+		}
+		for name, src := range map[string]string{"community-v4.21": shared, "generated-x16": gen, "tiny": tiny} {
 			r := f.registry.Host + "/bench/" + name + ":v1"
 			if _, err := imagebuild.Push(ctx, rc, r, imagebuild.FromDir(src, "/configs")); err != nil {
 				fixErr = err

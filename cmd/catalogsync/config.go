@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/catalogsync/catalogsync/handlers/events"
+	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	csync "github.com/catalogsync/catalogsync/sync"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -22,6 +25,11 @@ type Config struct {
 	Registries []source.Host `json:"registries,omitempty"`
 	// Catalogs to keep synced.
 	Catalogs []CatalogConfig `json:"catalogs"`
+	// Webhooks configures registry push receivers, under /hooks/.
+	Webhooks webhook.Config `json:"webhooks,omitempty"`
+	// Events enables the CloudEvents endpoint at /events (Knative Broker
+	// triggers, PingSource, ApiServerSource) when set.
+	Events *events.Config `json:"events,omitempty"`
 }
 
 // StorageConfig selects the store.
@@ -62,7 +70,39 @@ func loadConfig(path string) (Config, error) {
 			return c, fmt.Errorf("%s: catalogs[%d]: pollIntervalMinutes must not be negative", path, i)
 		}
 	}
+	for i := range c.Webhooks.Receivers {
+		rc := &c.Webhooks.Receivers[i]
+		v, err := fromEnv(rc.Secret)
+		if err != nil {
+			return c, fmt.Errorf("%s: webhooks.receivers[%d] (%s): secret: %w", path, i, rc.Name, err)
+		}
+		rc.Secret = v
+	}
+	if c.Events != nil {
+		v, err := fromEnv(c.Events.Token)
+		if err != nil {
+			return c, fmt.Errorf("%s: events.token: %w", path, err)
+		}
+		c.Events.Token = v
+		if len(c.Events.HostAliases) == 0 {
+			c.Events.HostAliases = c.Webhooks.HostAliases
+		}
+	}
 	return c, nil
+}
+
+// fromEnv resolves "env:NAME" to the variable's value, so secrets can come
+// from a Kubernetes Secret through the environment instead of the file.
+func fromEnv(v string) (string, error) {
+	name, ok := strings.CutPrefix(v, "env:")
+	if !ok {
+		return v, nil
+	}
+	val, set := os.LookupEnv(name)
+	if !set || val == "" {
+		return "", fmt.Errorf("environment variable %s is not set", name)
+	}
+	return val, nil
 }
 
 func (c Config) catalogs() []csync.Catalog {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/handlers/content"
+	"github.com/catalogsync/catalogsync/handlers/events"
+	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
@@ -111,6 +113,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		api.WithMetrics(m.Handler()),
 	).Mount(r) // /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics
 	content.New(store, content.WithLogger(log)).Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+	if err := mountTriggers(r, cfg, engine, set, m, log); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", sf.addr)
 	if err != nil {
@@ -142,6 +147,65 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	engine.Wait()
 	log.Info("stopped")
 	return err
+}
+
+// mountTriggers adds the webhook receivers (/hooks/...) and, when
+// configured, the CloudEvents endpoint (/events). Both only name what may
+// have changed: the engine resolves configured catalogs' own references.
+func mountTriggers(r chi.Router, cfg Config, engine *csync.Engine, set csync.CatalogSet, m *metrics.Metrics, log *slog.Logger) error {
+	trig := engineTrigger{engine, log}
+	lister := webhookCatalogs{set}
+	if len(cfg.Webhooks.Receivers) > 0 {
+		rc, err := webhook.NewReceiver(cfg.Webhooks, lister, trig, webhook.WithLogger(log), webhook.WithOutcome(m.Webhook))
+		if err != nil {
+			return fmt.Errorf("webhooks: %w", err)
+		}
+		for _, ep := range rc.Endpoints() {
+			r.Handle(ep.Path, rc)
+		}
+	}
+	if cfg.Events != nil {
+		h, err := events.New(*cfg.Events, lister, trig, enginePoller{engine, log}, events.WithLogger(log))
+		if err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+		r.Handle("/events", h)
+	}
+	return nil
+}
+
+// engineTrigger adapts the engine to the receivers' fire-and-forget trigger.
+type engineTrigger struct {
+	e   *csync.Engine
+	log *slog.Logger
+}
+
+func (t engineTrigger) Trigger(ctx context.Context, name, reason string) {
+	if _, err := t.e.Trigger(ctx, name, reason); err != nil {
+		t.log.Debug("trigger not queued", "catalog", name, "err", err)
+	}
+}
+
+type enginePoller struct {
+	e   *csync.Engine
+	log *slog.Logger
+}
+
+func (p enginePoller) PollDue(ctx context.Context) {
+	if _, err := p.e.PollDue(ctx); err != nil {
+		p.log.Warn("poll", "err", err)
+	}
+}
+
+// webhookCatalogs lists the configured catalogs for the receivers.
+type webhookCatalogs struct{ set csync.CatalogSet }
+
+func (w webhookCatalogs) Catalogs() []webhook.Catalog {
+	var out []webhook.Catalog
+	for _, c := range w.set.Catalogs() {
+		out = append(out, webhook.Catalog{Name: c.Name, Image: c.Image})
+	}
+	return out
 }
 
 // runGC deletes, every interval, content that no configured catalog

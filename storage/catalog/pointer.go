@@ -15,8 +15,8 @@ import (
 // Pointer is catalogs/<name>/current: which content is published.
 type Pointer struct {
 	Digest string `json:"digest"`
-	// Ref is the image reference as configured ("quay.io/x/y:v4.17"),
-	// ResolvedRef the digest reference it resolved to ("quay.io/x/y@sha256:…").
+	// Ref is the image reference as configured ("registry.example.test/x/y:v4.17"),
+	// ResolvedRef the digest reference it resolved to ("registry.example.test/x/y@sha256:…").
 	Ref         string `json:"ref"`
 	ResolvedRef string `json:"resolvedRef"`
 	// ResolvedAt is when the registry was asked. It orders publishers: a

@@ -25,7 +25,7 @@ entries:
 schema: olm.bundle
 package: foo
 name: foo.v0.1.0
-image: quay.io/foo/bundle:v0.1.0
+image: registry.example.test/foo/bundle:v0.1.0
 properties:
 - type: olm.package
   value: {packageName: foo, version: 0.1.0}
@@ -33,7 +33,7 @@ properties:
 schema: olm.bundle
 package: foo
 name: foo.v0.2.0
-image: quay.io/foo/bundle:v0.2.0
+image: registry.example.test/foo/bundle:v0.2.0
 properties:
 - type: olm.package
   value: {packageName: foo, version: 0.2.0}
@@ -102,14 +102,14 @@ func TestValidateRules(t *testing.T) {
 		{"two olm.package properties", replace("  value: {packageName: foo, version: 0.1.0}\n", "  value: {packageName: foo, version: 0.1.0}\n- type: olm.package\n  value: {packageName: foo, version: 0.1.0}\n"), `bundle "foo.v0.1.0": must have exactly 1 "olm.package" property, found 2`},
 		{"olm.package names other package", replace("{packageName: foo, version: 0.1.0}", "{packageName: bar, version: 0.1.0}"), `bundle "foo.v0.1.0": package does not match "olm.package" property "bar"`},
 		{"version not semver", replace("version: 0.1.0}", "version: '0.1'}"), `bundle "foo.v0.1.0": error parsing version "0.1"`},
-		{"no image", replace("image: quay.io/foo/bundle:v0.1.0\n", ""), `bundle "foo.v0.1.0": bundle image must be set`},
+		{"no image", replace("image: registry.example.test/foo/bundle:v0.1.0\n", ""), `bundle "foo.v0.1.0": bundle image must be set`},
 		{"bundle in no channel", validCatalog + "---\nschema: olm.bundle\npackage: foo\nname: foo.v9\nimage: x\nproperties: [{type: olm.package, value: {packageName: foo, version: 9.0.0}}]\n", `bundle "foo.v9": not found in any channel entries`},
 		{"entry without bundle", replace("- name: foo.v0.2.0\n  replaces", "- name: foo.v0.3.0\n  replaces: foo.v0.2.0\n- name: foo.v0.2.0\n  replaces"), `package "foo": no olm.bundle blobs found for olm.channel entries [foo.v0.3.0]`},
 		{"no channel", strings.Split(validCatalog, "---\nschema: olm.bundle")[0][:strings.Index(validCatalog, "---\nschema: olm.channel")], `package "foo": package must contain at least one channel`},
 		{"no default channel", replace("defaultChannel: stable\n", ""), `package "foo": default channel must be set`},
 		{"unknown default channel", replace("defaultChannel: stable", "defaultChannel: fast"), `package "foo": default channel "fast" not found in channels list`},
 		{"duplicate versions", replace("version: 0.2.0}", "version: 0.1.0}"), `package "foo": duplicate versions found in bundles: [{0.1.0: [foo.v0.1.0, foo.v0.2.0]}]`},
-		{"type error", replace("image: quay.io/foo/bundle:v0.1.0", "image: quay.io/foo/bundle:v0.1.0\nrelatedImages: [{name: [x]}]"), `bundle "foo.v0.1.0": relatedImages[0].name: cannot unmarshal array into a string`},
+		{"type error", replace("image: registry.example.test/foo/bundle:v0.1.0", "image: registry.example.test/foo/bundle:v0.1.0\nrelatedImages: [{name: [x]}]"), `bundle "foo.v0.1.0": relatedImages[0].name: cannot unmarshal array into a string`},
 		{"property without value", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.gvk\n"), `bundle "foo.v0.2.0": property[1] of type "olm.gvk": unexpected end of JSON input`},
 		{"bad bundle object data", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.bundle.object\n  value: {data: '!!'}\n"), `bundle "foo.v0.2.0": property[1] of type "olm.bundle.object" data: illegal base64 data`},
 		{"deprecation without package", validCatalog + "---\nschema: olm.deprecations\n", `package name must be set for deprecation item 0`},
@@ -173,7 +173,7 @@ func TestValidateBlobOnly(t *testing.T) {
 	if err := v.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	objs[2].Blob = []byte(strings.Replace(string(objs[2].Blob), `"image":"quay.io/foo/bundle:v0.1.0",`, "", 1))
+	objs[2].Blob = []byte(strings.Replace(string(objs[2].Blob), `"image":"registry.example.test/foo/bundle:v0.1.0",`, "", 1))
 	v = NewValidator()
 	for _, o := range objs {
 		v.Add("c.yaml", o)

@@ -237,7 +237,7 @@ func TestGenerateCopiesRenamesEveryReference(t *testing.T) {
 	// A JSON stream with a deprecation and a dependency on another package.
 	write("app/catalog.json", `{"schema":"olm.package","name":"app","defaultChannel":"stable"}
 {"schema":"olm.channel","name":"stable","package":"app","entries":[{"name":"app.v1"}]}
-{"schema":"olm.bundle","name":"app.v1","package":"app","image":"quay.io/x/app:v1","properties":[
+{"schema":"olm.bundle","name":"app.v1","package":"app","image":"registry.example.test/x/app:v1","properties":[
  {"type":"olm.package","value":{"packageName":"app","version":"1.0.0"}},
  {"type":"olm.package.required","value":{"packageName":"lib","versionRange":">=1.0.0"}},
  {"type":"olm.gvk","value":{"group":"x.io","kind":"App","version":"v1"}}]}
@@ -257,7 +257,7 @@ entries:
 schema: olm.bundle
 name: lib.v1
 package: lib
-image: quay.io/x/lib:v1
+image: registry.example.test/x/lib:v1
 properties:
 - type: olm.package
   value: {packageName: lib, version: 1.0.0}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/servers"
+)
+
+// A real registry notifies a running serve: a push publishes the catalog,
+// new content on the tag publishes again, and pulls trigger nothing.
+func TestServeWebhookEndToEnd(t *testing.T) {
+	addr := freeAddr(t)
+	const secret = "registry-notify-secret"
+	reg := servers.StartRegistry(t, servers.WithNotifications("http://"+addr+"/hooks/registry", map[string]string{"Authorization": secret}))
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	t.Setenv("REGISTRY_HOOK_SECRET", secret)
+	cfg := filepath.Join(dir, "catalogsync.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`storage:
+  dir: %s
+registries:
+- name: %s
+  plainHTTP: true
+catalogs:
+- name: hooked
+  image: %s/acme/catalog:v1
+webhooks:
+  receivers:
+  - name: registry
+    type: distribution
+    secret: env:REGISTRY_HOOK_SECRET
+  - name: ci
+    type: generic
+    secret: ci-secret
+    host: %s
+`, store, reg.Host, reg.Host, reg.Host)), 0o644)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out, errb bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg, "--addr", addr, "--no-docker-config", "--poll-check-interval", "1h"}, &out, &errb)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Log(errb.String())
+		}
+	}()
+	waitHTTP(t, "http://"+addr+"/readyz")
+
+	st, err := fs.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rc := imagebuild.NewRegClient(reg.Host)
+	root, _ := filepath.Abs("../..")
+	published := func(digest string) func() bool {
+		return func() bool {
+			p, _, err := catalog.Current(ctx, st, "hooked")
+			return err == nil && p.Digest == digest
+		}
+	}
+
+	d1, err := imagebuild.Push(ctx, rc, reg.Host+"/acme/catalog:v1", imagebuild.FromDir(filepath.Join(root, "testdata/fbc/tiny/configs"), "/configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "first push published", 30*time.Second, published(d1))
+
+	d2, err := imagebuild.Push(ctx, rc, reg.Host+"/acme/catalog:v1", imagebuild.FromDir(filepath.Join(root, "testdata/fbc/community-v4.21-3pkgs/configs"), "/configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "second push published", 30*time.Second, published(d2))
+	before := lastOp(t, addr)
+
+	// Pull traffic reaches the receiver as pull events and triggers nothing.
+	for _, method := range []string{http.MethodHead, http.MethodGet, http.MethodGet} {
+		req, _ := http.NewRequest(method, reg.URL+"/v2/acme/catalog/manifests/v1", nil)
+		req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("pull: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	time.Sleep(2 * time.Second) // notifications are delivered asynchronously
+	if after := lastOp(t, addr); after != before {
+		t.Fatalf("pulls triggered a sync: last operation %s, was %s", after, before)
+	}
+	metrics := scrape(t, addr)
+	// A storm: 1,000 signed push notifications within about a second, from
+	// 16 senders, with the tag moving in the middle. Every one is
+	// acknowledged, at most two syncs run, and the newest digest wins.
+	d3, err := imagebuild.Push(ctx, rc, reg.Host+"/acme/catalog:v1", imagebuild.FromDir(filepath.Join(root, "testdata/fbc/tiny/configs"), "/configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the push's own notification to settle", 30*time.Second, published(d3))
+	syncsBefore := syncCount(t, addr)
+	body := []byte(`{"repository":"acme/catalog","tag":"v1"}`)
+	sig := webhook.Sign("ci-secret", body)
+	var mu stdsync.Mutex
+	var acks []time.Duration
+	var failures []int
+	work := make(chan struct{})
+	var wg stdsync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/ci", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Signature-256", sig)
+				start := time.Now()
+				resp, err := client.Do(req)
+				d := time.Since(start)
+				mu.Lock()
+				acks = append(acks, d)
+				if err != nil || resp.StatusCode/100 != 2 {
+					code := -1
+					if resp != nil {
+						code = resp.StatusCode
+					}
+					failures = append(failures, code)
+				}
+				mu.Unlock()
+				if resp != nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}()
+	}
+	stormStart := time.Now()
+	var newest string
+	for i := range 1000 {
+		if i == 500 {
+			// Mid-storm, the tag moves (back to content stored before).
+			if newest, err = imagebuild.Push(ctx, rc, reg.Host+"/acme/catalog:v1", imagebuild.FromDir(filepath.Join(root, "testdata/fbc/community-v4.21-3pkgs/configs"), "/configs")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		work <- struct{}{}
+		// Spread over about a second.
+		if next := stormStart.Add(time.Duration(i) * time.Millisecond); time.Until(next) > 0 {
+			time.Sleep(time.Until(next))
+		}
+	}
+	close(work)
+	wg.Wait()
+	stormTook := time.Since(stormStart)
+	if len(failures) > 0 {
+		t.Fatalf("%d of 1000 notifications not acknowledged: %v", len(failures), failures[:min(10, len(failures))])
+	}
+	eventually(t, "the storm's syncs to finish", 30*time.Second, func() bool {
+		return syncCount(t, addr) > syncsBefore && idle(t, addr)
+	})
+	syncs := syncCount(t, addr) - syncsBefore
+	slices.Sort(acks)
+	t.Logf("storm: 1000 notifications in %v, %d syncs, ack p50 %v p99 %v max %v", stormTook.Round(time.Millisecond), syncs, acks[500], acks[990], acks[999])
+	if syncs > 2 {
+		t.Fatalf("%d syncs ran for the storm, want at most 2", syncs)
+	}
+	if !published(newest)() {
+		t.Fatal("the catalog did not end on the digest pushed mid-storm")
+	}
+
+	for _, want := range []string{`outcome="triggered",source="distribution"`, `outcome="ignored",source="distribution"`} {
+		if !bytes.Contains(metrics, []byte(want)) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func lastOp(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/catalogs/hooked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		LastSync *struct {
+			Operation string `json:"operation"`
+			ID        string `json:"id"`
+		} `json:"lastSync"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &c); err != nil || c.LastSync == nil {
+		t.Fatalf("catalog view %s: %v", b, err)
+	}
+	return c.LastSync.Operation + c.LastSync.ID
+}
+
+func waitHTTP(t *testing.T, url string) {
+	t.Helper()
+	eventually(t, url, 20*time.Second, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func scrape(t *testing.T, addr string) []byte {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+// syncCount sums catalogsync_syncs_total over its labels.
+func syncCount(t *testing.T, addr string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(string(scrape(t, addr)), "\n") {
+		if strings.HasPrefix(line, "catalogsync_syncs_total{") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// idle reports whether the catalog has no sync running or queued.
+func idle(t *testing.T, addr string) bool {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/catalogs/hooked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Running, Queued *struct{}
+	}
+	json.NewDecoder(resp.Body).Decode(&c)
+	return c.Running == nil && c.Queued == nil
+}

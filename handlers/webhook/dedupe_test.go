@@ -1,0 +1,61 @@
+package webhook
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestDedupe(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	d := NewDedupe(3, time.Minute)
+	d.SetClock(func() time.Time { return now })
+	if d.Seen() || d.Seen("") || d.Seen("") {
+		t.Fatal("requests without ids are never duplicates")
+	}
+	if d.Seen("a") || !d.Seen("a") {
+		t.Fatal("a: first new, then seen")
+	}
+	// A batch is a duplicate only when every id was seen.
+	if d.Seen("a", "b") || !d.Seen("a", "b") || !d.Seen("b") {
+		t.Fatal("batch")
+	}
+	// Bounded: the least recently used id goes first.
+	d.Seen("c")
+	d.Seen("a") // a is now the most recent
+	d.Seen("d") // evicts b
+	if d.Len() != 3 {
+		t.Fatalf("len %d", d.Len())
+	}
+	if d.Seen("b") {
+		t.Fatal("b should have been evicted")
+	}
+	// Expiry runs from the first delivery, not the last redelivery.
+	now = now.Add(40 * time.Second)
+	if !d.Seen("b") {
+		t.Fatal("b within the window")
+	}
+	now = now.Add(30 * time.Second)
+	if d.Seen("b") {
+		t.Fatal("b after the window")
+	}
+	// Expired entries are dropped as traffic goes by.
+	now = now.Add(2 * time.Minute)
+	d.Seen("e")
+	if d.Len() != 1 {
+		t.Fatalf("expired entries kept: len %d", d.Len())
+	}
+}
+
+func TestDedupeBoundUnderLoad(t *testing.T) {
+	d := NewDedupe(100, time.Hour)
+	for i := range 10_000 {
+		d.Seen(fmt.Sprint(i))
+	}
+	if d.Len() != 100 {
+		t.Fatalf("len %d", d.Len())
+	}
+	if !d.Seen("9999") || d.Seen("0") {
+		t.Fatal("kept the wrong ids")
+	}
+}
