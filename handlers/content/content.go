@@ -28,6 +28,8 @@
 package content
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -79,6 +81,7 @@ type Handler struct {
 	gzipMinSize int64
 	gzipLevel   int
 	cache       *cache
+	responses   *respCache
 	router      chi.Router
 	gzipPool    sync.Pool
 }
@@ -88,6 +91,7 @@ type Option func(*config)
 
 type config struct {
 	cacheSize   int64
+	respSize    int64
 	ttl         time.Duration
 	readGap     int64
 	log         *slog.Logger
@@ -101,6 +105,11 @@ type config struct {
 // memory; least recently used catalogs are dropped first. 0 disables the
 // cache: every request then opens the catalog afresh.
 func WithCacheSize(bytes int64) Option { return func(c *config) { c.cacheSize = max(bytes, 0) } }
+
+// WithResponseCacheSize bounds the bytes of metas answers kept in memory
+// (default DefaultResponseCacheSize; 0 disables it). One answer may take a
+// quarter of it at most.
+func WithResponseCacheSize(bytes int64) Option { return func(c *config) { c.respSize = max(bytes, 0) } }
 
 // WithPointerTTL sets how long a cached catalog is served before its
 // pointer is checked again (one Stat). A publish by any replica is visible
@@ -141,7 +150,7 @@ func WithGzipLevel(level int) Option { return func(c *config) { c.gzipLevel = le
 // New returns a Handler serving the catalogs published in store.
 func New(store storage.Store, opts ...Option) *Handler {
 	cfg := config{
-		cacheSize: DefaultCacheSize, ttl: DefaultPointerTTL, basePath: DefaultBasePath,
+		cacheSize: DefaultCacheSize, respSize: DefaultResponseCacheSize, ttl: DefaultPointerTTL, basePath: DefaultBasePath,
 		gzipMinSize: DefaultGzipMinSize, gzipLevel: gzip.DefaultCompression,
 	}
 	for _, o := range opts {
@@ -161,7 +170,8 @@ func New(store storage.Store, opts ...Option) *Handler {
 	h := &Handler{
 		store: store, log: cfg.log, basePath: cfg.basePath, available: cfg.available,
 		gzipMinSize: cfg.gzipMinSize, gzipLevel: cfg.gzipLevel,
-		cache: newCache(store, cfg.cacheSize, cfg.ttl, cfg.readGap),
+		cache:     newCache(store, cfg.cacheSize, cfg.ttl, cfg.readGap),
+		responses: newRespCache(cfg.respSize),
 	}
 	h.router = h.routes(h.basePath)
 	return h
@@ -490,6 +500,9 @@ func (h *Handler) writeMetas(w http.ResponseWriter, r *http.Request, c *catalog.
 		notModified(w, code, tag, mod)
 		return nil
 	}
+	if r.Method != http.MethodHead && size > 0 && h.responses.fits(size) {
+		return h.writeCachedMetas(w, r, c, q, tag, mod, gz)
+	}
 	if gz {
 		setHeaders(w, tag, mod, -1, true)
 	} else {
@@ -528,6 +541,42 @@ func (h *Handler) writeMetas(w http.ResponseWriter, r *http.Request, c *catalog.
 		return err
 	}
 	h.streamError(r, c.Name, cw, err)
+	return nil
+}
+
+// writeCachedMetas answers from (or fills) the response cache, keyed by
+// the digest, query and encoding: the body is built once, compressed once,
+// and sent with its exact length.
+func (h *Handler) writeCachedMetas(w http.ResponseWriter, r *http.Request, c *catalog.Catalog, q catalog.Query, tag string, mod time.Time, gz bool) error {
+	key := strings.Join([]string{c.Pointer.Digest, q.Schema, q.Package, q.Name, strconv.FormatBool(gz)}, "\x00")
+	// The fill is shared by every request missing the key at once, so no
+	// single client's disconnect may cancel it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
+	defer cancel()
+	body, err := h.responses.load(ctx, key, func(ctx context.Context) ([]byte, error) {
+		var buf bytes.Buffer
+		if !gz {
+			err := c.Query(ctx, &buf, q)
+			return buf.Bytes(), err
+		}
+		z := h.gzipWriter(&buf)
+		if err := c.Query(ctx, z, q); err != nil {
+			return nil, err
+		}
+		if err := z.Close(); err != nil {
+			return nil, err
+		}
+		h.gzipPool.Put(z)
+		return buf.Bytes(), nil
+	})
+	if err != nil {
+		return err // nothing written: the caller answers or retries
+	}
+	setHeaders(w, tag, mod, int64(len(body)), gz)
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(body); err != nil {
+		h.log.Debug("client gone", "catalog", c.Name, "err", err)
+	}
 	return nil
 }
 

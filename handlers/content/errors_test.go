@@ -55,7 +55,7 @@ func TestStorageErrors(t *testing.T) {
 		} {
 			for _, path := range endpoints {
 				log, rec := newLogger()
-				c := serve(t, New(f, WithLogger(log), WithPointerTTL(0)))
+				c := serve(t, New(f, WithLogger(log), WithPointerTTL(0), WithResponseCacheSize(0)))
 				if tc.warm {
 					f.set(nil, nil)
 					c.get(path).ok(t)
@@ -176,11 +176,19 @@ func TestFailureMidStream(t *testing.T) {
 		} {
 			for _, ae := range []string{"identity", "gzip"} {
 				log, rec := newLogger()
-				c := serve(t, New(f, WithLogger(log)))
+				c := serve(t, New(f, WithLogger(log), WithResponseCacheSize(0)))
 				c.get(tc.path).ok(t) // warm: the failure hits content only
 				f.set(nil, tc.truncate)
 				r := c.get(tc.path, "Accept-Encoding: "+ae)
 				f.set(nil, nil)
+				// Runs fetched ahead may fail before the first byte is sent:
+				// then the answer is a clean 503 instead of a short 200.
+				if r.code == http.StatusServiceUnavailable && len(r.body) < 100 {
+					if errs := rec.at(slog.LevelError); len(errs) != 1 {
+						t.Errorf("%s %s: logged errors %q, want one", tc.path, ae, errs)
+					}
+					continue
+				}
 				if r.code != 200 {
 					t.Fatalf("%s %s: %d", tc.path, ae, r.code)
 				}

@@ -1,9 +1,11 @@
 package content
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,17 +116,19 @@ func TestReadsOnlyWhatIsNeeded(t *testing.T) {
 		every.get("/catalogs/cat/api/v1/metas?package=p").ok(t)
 		cs.reset()
 		every.get("/catalogs/cat/api/v1/metas?package=p").ok(t)
+		// The answer is in the response cache: only the pointer is checked.
 		wantReads(t, "warm, TTL 0", cs, reads{
 			stats: map[string]int{ptr: 1},
-			gets:  map[string]int{content: 4},
+			gets:  map[string]int{},
 		})
 		// The same content under another ref: a new pointer, the index
 		// kept.
 		publishPointer(t, s, "cat", catalog.Pointer{Digest: m.Digest, Ref: "example.com/cat:other"})
 		every.get("/catalogs/cat/api/v1/metas?package=p").ok(t)
+		// Same digest, same cached answer.
 		wantReads(t, "republished, TTL 0", cs, reads{
 			stats: map[string]int{ptr: 2},
-			gets:  map[string]int{ptr: 1, content: 4},
+			gets:  map[string]int{ptr: 1},
 		})
 	})
 }
@@ -197,5 +201,54 @@ func TestReadGap(t *testing.T) {
 			gets:  map[string]int{content: 1},
 			bytes: map[string]int64{content: last - first},
 		})
+	})
+}
+
+// Metas answers are cached by digest, query and encoding: a hit reads no
+// content, concurrent misses fill once, and a new publish is a new key.
+func TestResponseCache(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s storage.Store) {
+		objs := interleaved()
+		m, _ := store(t, s, "cat", "v1", objs)
+		content, _ := catalog.ContentKey("cat", m.Digest)
+		qp := catalog.Query{Package: "p"}
+		cs := newCounting(s)
+		c := serve(t, New(cs, WithPointerTTL(0)))
+		want := filter(objs, qp)
+
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got := c.get("/catalogs/cat/api/v1/metas?package=p").ok(t); !bytes.Equal(got, want) {
+					t.Errorf("concurrent miss: %d bytes, want %d", len(got), len(want))
+				}
+			}()
+		}
+		wg.Wait()
+		if _, gets, _ := cs.snapshot(); gets[content] != runs(objs, qp) {
+			t.Fatalf("16 concurrent misses read content %d times, want one fill of %d runs", gets[content], runs(objs, qp))
+		}
+		cs.reset()
+		r := c.get("/catalogs/cat/api/v1/metas?package=p", "Accept-Encoding: gzip")
+		if r.header.Get("Content-Encoding") != "gzip" || r.header.Get("Content-Length") == "" {
+			t.Fatalf("gzip answer headers %v", r.header)
+		}
+		if got, err := gunzipErr(r.body); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("gzip answer: %v", err)
+		}
+		c.get("/catalogs/cat/api/v1/metas?package=p", "Accept-Encoding: gzip").ok(t)
+		if _, gets, _ := cs.snapshot(); gets[content] != runs(objs, qp) {
+			t.Fatalf("gzip: content read %d times for a miss and a hit, want %d", gets[content], runs(objs, qp))
+		}
+
+		// A new publish changes the digest, and so the key.
+		v2 := append(append([]object(nil), objs...), object{schema: "olm.bundle", pkg: "p", name: "p.new",
+			line: []byte(`{"name":"p.new","package":"p","schema":"olm.bundle"}` + "\n")})
+		store(t, s, "cat", "v2", v2)
+		if got := c.get("/catalogs/cat/api/v1/metas?package=p").ok(t); !bytes.Equal(got, filter(v2, qp)) {
+			t.Fatalf("after a new publish: %d bytes, want %d", len(got), len(filter(v2, qp)))
+		}
 	})
 }

@@ -446,19 +446,91 @@ func (c *Catalog) Count(q Query) (objects int, bytes int64) {
 // plus gaps up to that size), one ranged Get per run of adjacent matches.
 func (c *Catalog) Query(ctx context.Context, w io.Writer, q Query) error {
 	spans, _ := c.idx.match(q)
+	var groups [][]span
 	for len(spans) > 0 {
 		// One fetch covers spans whose gaps are within ReadGap.
 		k := 1
 		for k < len(spans) && spans[k].off-(spans[k-1].off+spans[k-1].n) <= c.ReadGap {
 			k++
 		}
-		start, last := spans[0].off, spans[k-1]
-		if err := c.fetch(ctx, w, start, last.off+last.n-start, spans[:k]); err != nil {
-			return err
-		}
+		groups = append(groups, spans[:k])
 		spans = spans[k:]
 	}
-	return nil
+	if len(groups) == 1 {
+		return c.fetchGroup(ctx, w, groups[0])
+	}
+	return c.fetchParallel(ctx, w, groups)
+}
+
+// Scattered matches (one package object per package, say) would cost a
+// round trip each against object storage: small runs are fetched ahead,
+// a few at a time, and written in order. Large runs stream in turn.
+const (
+	prefetchRuns    = 8
+	prefetchMaxSize = 1 << 20
+)
+
+type prefetch struct {
+	buf  bytes.Buffer
+	err  error
+	done chan struct{}
+}
+
+func (c *Catalog) fetchParallel(ctx context.Context, w io.Writer, groups [][]span) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slots := make(chan struct{}, prefetchRuns)
+	ahead := make([]*prefetch, len(groups))
+	ready := make(chan int, len(groups)) // group indexes, in order, once launched (or large)
+	go func() {
+		defer close(ready)
+		for i, g := range groups {
+			if groupSize(g) > prefetchMaxSize {
+				ready <- i
+				continue
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			pf := &prefetch{done: make(chan struct{})}
+			ahead[i] = pf
+			go func() {
+				defer close(pf.done)
+				pf.err = c.fetchGroup(ctx, &pf.buf, g)
+			}()
+			ready <- i
+		}
+	}()
+	for i := range ready {
+		pf := ahead[i]
+		if pf == nil {
+			if err := c.fetchGroup(ctx, w, groups[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		<-pf.done
+		<-slots
+		if pf.err != nil {
+			return pf.err
+		}
+		if _, err := w.Write(pf.buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func groupSize(g []span) int64 {
+	last := g[len(g)-1]
+	return last.off + last.n - g[0].off
+}
+
+func (c *Catalog) fetchGroup(ctx context.Context, w io.Writer, g []span) error {
+	start, last := g[0].off, g[len(g)-1]
+	return c.fetch(ctx, w, start, last.off+last.n-start, g)
 }
 
 func (c *Catalog) fetch(ctx context.Context, w io.Writer, off, n int64, spans []span) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sync"
 )
 
 // The index is a small binary file, so a reader can load it on cold start
@@ -107,6 +108,41 @@ type index struct {
 	strs    []string
 	entries []entry
 	size    int64
+
+	// Built on first query: where each entry starts, and for each string
+	// id the entries whose schema, package or name it is, so a query
+	// costs its matches, not the catalog's size.
+	once     sync.Once
+	offs     []int64
+	postings [3][][]int32 // by field (schema, package, name), then string id
+}
+
+func (x *index) build() {
+	x.offs = make([]int64, len(x.entries))
+	var off int64
+	counts := [3][]int32{make([]int32, len(x.strs)), make([]int32, len(x.strs)), make([]int32, len(x.strs))}
+	for i, e := range x.entries {
+		x.offs[i] = off
+		off += int64(e.n)
+		counts[0][e.schema]++
+		counts[1][e.pkg]++
+		counts[2][e.name]++
+	}
+	for f := range x.postings {
+		// One backing array per field: three allocations in all.
+		all := make([]int32, len(x.entries))
+		x.postings[f] = make([][]int32, len(x.strs))
+		var at int32
+		for id, n := range counts[f] {
+			x.postings[f][id] = all[at : at : at+n]
+			at += n
+		}
+	}
+	for i, e := range x.entries {
+		for f, id := range [3]uint32{e.schema, e.pkg, e.name} {
+			x.postings[f][id] = append(x.postings[f][id], int32(i))
+		}
+	}
 }
 
 // parseIndex loads an index, checking everything a corrupt or truncated
@@ -218,17 +254,39 @@ func (x *index) match(q Query) (spans []span, objects int) {
 	if !sOK || !pOK || !nOK {
 		return nil, 0
 	}
-	var off int64
-	for i := range x.entries {
+	x.once.Do(x.build)
+	// Walk the shortest posting list of the fields asked for; with none,
+	// every entry.
+	var cand []int32
+	all := true
+	for f, c := range [3]struct {
+		id  uint32
+		any bool
+	}{{sid, sAny}, {pid, pAny}, {nid, nAny}} {
+		if c.any {
+			continue
+		}
+		if l := x.postings[f][c.id]; all || len(l) < len(cand) {
+			cand, all = l, false
+		}
+	}
+	n := len(cand)
+	if all {
+		n = len(x.entries)
+	}
+	for k := 0; k < n; k++ {
+		i := k
+		if !all {
+			i = int(cand[k])
+		}
 		e := &x.entries[i]
-		start := off
-		off += int64(e.n)
 		if !sAny && e.schema != sid || !pAny && e.pkg != pid || !nAny && e.name != nid {
 			continue
 		}
 		objects++
-		if k := len(spans) - 1; k >= 0 && spans[k].off+spans[k].n == start {
-			spans[k].n += int64(e.n)
+		start := x.offs[i]
+		if last := len(spans) - 1; last >= 0 && spans[last].off+spans[last].n == start {
+			spans[last].n += int64(e.n)
 		} else {
 			spans = append(spans, span{start, int64(e.n)})
 		}

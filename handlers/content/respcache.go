@@ -1,0 +1,93 @@
+package content
+
+import (
+	"container/list"
+	"context"
+	"sync"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// DefaultResponseCacheSize bounds the bytes of metas answers kept in
+// memory. Content under a digest never changes, so an answer keyed by the
+// digest, the query and the encoding stays right for as long as it is
+// kept: hot queries skip the store and, for gzip, the compression.
+const DefaultResponseCacheSize = 64 << 20
+
+// respCache is an LRU of response bodies bounded by bytes. Concurrent
+// misses of one key are answered by a single fill.
+type respCache struct {
+	max, maxEntry int64
+
+	mu    sync.Mutex
+	size  int64
+	ll    *list.List // front: most recent
+	items map[string]*list.Element
+	fills singleflight.Group
+}
+
+type respEntry struct {
+	key  string
+	body []byte
+}
+
+func newRespCache(max int64) *respCache {
+	return &respCache{max: max, maxEntry: max / 4, ll: list.New(), items: map[string]*list.Element{}}
+}
+
+// fits reports whether a body of n bytes may be kept.
+func (c *respCache) fits(n int64) bool { return c != nil && c.max > 0 && n <= c.maxEntry }
+
+func (c *respCache) get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.ll.MoveToFront(el)
+		return el.Value.(*respEntry).body, true
+	}
+	return nil, false
+}
+
+// load returns the cached body of key, or fills it with fill once however
+// many callers miss at the same time. fill runs on ctx, which should not
+// be tied to one client's request.
+func (c *respCache) load(ctx context.Context, key string, fill func(context.Context) ([]byte, error)) ([]byte, error) {
+	if b, ok := c.get(key); ok {
+		return b, nil
+	}
+	v, err, _ := c.fills.Do(key, func() (any, error) {
+		if b, ok := c.get(key); ok {
+			return b, nil
+		}
+		b, err := fill(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.add(key, b)
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+func (c *respCache) add(key string, body []byte) {
+	if int64(len(body)) > c.maxEntry {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[key]; ok {
+		return
+	}
+	c.items[key] = c.ll.PushFront(&respEntry{key, body})
+	c.size += int64(len(body))
+	for c.size > c.max {
+		el := c.ll.Back()
+		e := el.Value.(*respEntry)
+		c.ll.Remove(el)
+		delete(c.items, e.key)
+		c.size -= int64(len(e.body))
+	}
+}
