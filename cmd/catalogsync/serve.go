@@ -21,6 +21,8 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/status"
+	"k8s.io/client-go/dynamic"
 )
 
 // serveFlags are serve's own flags, besides the common ones.
@@ -33,6 +35,9 @@ type serveFlags struct {
 	regBurst  int
 	pollEvery time.Duration
 	gcEvery   time.Duration
+
+	clusterCatalogs bool
+	kubeconfig      string
 }
 
 func (f *serveFlags) register(fset *flag.FlagSet) {
@@ -43,6 +48,8 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.Float64Var(&f.regRate, "registry-rate", envFloat("CATALOGSYNC_REGISTRY_RATE", 10), "syncs started per second against one registry host; more wait queued (env CATALOGSYNC_REGISTRY_RATE)")
 	fset.IntVar(&f.regBurst, "registry-burst", envInt("CATALOGSYNC_REGISTRY_BURST", 10), "burst for --registry-rate (env CATALOGSYNC_REGISTRY_BURST)")
 	fset.DurationVar(&f.pollEvery, "poll-check-interval", envDuration("CATALOGSYNC_POLL_CHECK_INTERVAL", time.Minute), "how often catalogs are checked for a due poll (env CATALOGSYNC_POLL_CHECK_INTERVAL)")
+	fset.BoolVar(&f.clusterCatalogs, "clustercatalogs", os.Getenv("CATALOGSYNC_CLUSTERCATALOGS") == "true", "sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url (env CATALOGSYNC_CLUSTERCATALOGS=true)")
+	fset.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig for --clustercatalogs; the in-cluster service account when empty (env KUBECONFIG)")
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
 }
 
@@ -98,10 +105,43 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 	// The engine coalesces triggers per catalog and retries failures; the
 	// scheduler is the cron fallback and does the first sync at start.
-	set := csync.StaticCatalogs(cfg.catalogs())
-	engine := csync.NewEngine(pl, set, store,
+	var set csync.CatalogSet = csync.StaticCatalogs(cfg.catalogs())
+	observers := []csync.Observer{m.SyncObserver()}
+	cfgNames := make([]string, 0, len(cfg.Catalogs))
+	for _, c := range cfg.Catalogs {
+		cfgNames = append(cfgNames, c.Name)
+	}
+	gcNames := func() ([]string, bool) { return cfgNames, true }
+	var (
+		ccSrc    *status.Source
+		ccWriter *status.Writer
+		engine   *csync.Engine
+	)
+	if sf.clusterCatalogs {
+		restCfg, err := status.RESTConfig(sf.kubeconfig)
+		if err != nil {
+			return err
+		}
+		dyn, err := dynamic.NewForConfig(restCfg)
+		if err != nil {
+			return err
+		}
+		ccSrc = status.NewSource(dyn, status.WithSourceLogger(log), status.WithOnChange(func(name string) {
+			// Created, spec changed or deleted: sync now; the engine
+			// refuses names no longer in the set (deleted, Unavailable).
+			if _, err := engine.Trigger(ctx, name, "clustercatalog"); err != nil {
+				log.Debug("clustercatalog change not synced", "catalog", name, "err", err)
+			}
+		}))
+		if ccWriter, err = status.NewWriter(dyn, ccSrc, store, sf.baseURL, status.WithWriterLogger(log)); err != nil {
+			return fmt.Errorf("--clustercatalogs needs --base-url: %w", err)
+		}
+		set, gcNames = ccSrc, ccSrc.Names
+		observers = append(observers, ccWriter)
+	}
+	engine = csync.NewEngine(pl, set, store,
 		csync.WithMaxConcurrent(sf.maxSyncs), csync.WithRegistryRate(sf.regRate, sf.regBurst),
-		csync.WithEngineLogger(log), csync.WithObservers(m.SyncObserver()))
+		csync.WithEngineLogger(log), csync.WithObservers(observers...))
 
 	r := chi.NewRouter()
 	// Both read chi's route pattern after routing, so they sit on the top
@@ -112,7 +152,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		api.WithLogger(log), api.WithToken(os.Getenv("CATALOGSYNC_API_TOKEN")), api.WithBaseURL(sf.baseURL),
 		api.WithMetrics(m.Handler()),
 	).Mount(r) // /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics
-	content.New(store, content.WithLogger(log)).Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+	contentOpts := []content.Option{content.WithLogger(log)}
+	if ccSrc != nil {
+		// availabilityMode: Unavailable -> 404, as catalogd.
+		contentOpts = append(contentOpts, content.WithAvailability(ccSrc.Available))
+	}
+	content.New(store, contentOpts...).Mount(r) // /catalogs/{name}/api/v1/{all,metas}
 	if err := mountTriggers(r, cfg, engine, set, m, log); err != nil {
 		return err
 	}
@@ -125,13 +170,24 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
 
 	engine.Start(ctx)
+	// After the engine: OnChange may trigger it from the first event.
+	if ccSrc != nil {
+		go ccSrc.Run(ctx)
+		go ccWriter.Run(ctx)
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := ccSrc.WaitForSync(wctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("clustercatalogs: %w", err)
+		}
+	}
 	pollDone := make(chan struct{})
 	go func() {
 		defer close(pollDone)
 		engine.RunScheduler(ctx, sf.pollEvery)
 	}()
 	if sf.gcEvery > 0 {
-		go runGC(ctx, log, store, cfg, sf.gcEvery)
+		go runGC(ctx, log, store, gcNames, sf.gcEvery)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -210,11 +266,7 @@ func (w webhookCatalogs) Catalogs() []webhook.Catalog {
 
 // runGC deletes, every interval, content that no configured catalog
 // needs any more, with the default keep and grace policy.
-func runGC(ctx context.Context, log *slog.Logger, store storage.Store, cfg Config, every time.Duration) {
-	names := make([]string, 0, len(cfg.Catalogs))
-	for _, c := range cfg.Catalogs {
-		names = append(names, c.Name)
-	}
+func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs func() ([]string, bool), every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -222,6 +274,12 @@ func runGC(ctx context.Context, log *slog.Logger, store storage.Store, cfg Confi
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		// Read the set right before each run, so a catalog created since
+		// the last one is not taken for a deleted one.
+		names, ok := catalogs()
+		if !ok {
+			continue
 		}
 		rep, err := catalog.GC(ctx, store, catalog.GCOptions{Catalogs: names, Log: log})
 		if err != nil {

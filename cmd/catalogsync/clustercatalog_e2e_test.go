@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/servers"
+)
+
+// serve in ClusterCatalog mode against a real kube-apiserver: a catalog a
+// user creates with kubectl is synced, its status says Serving with the
+// digest and URL, its content is served, and availabilityMode Unavailable
+// turns both off.
+func TestServeClusterCatalogs(t *testing.T) {
+	kube := servers.StartKube(t)
+	kubectl := servers.Binary(t, "kubectl")
+	k := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kube.Kubeconfig}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	root, _ := filepath.Abs("../..")
+	k("", "apply", "-f", filepath.Join(root, "deploy/crd/clustercatalog.yaml"))
+	k("", "wait", "--for", "condition=Established", "--timeout", "60s", "crd/clustercatalogs.olm.operatorframework.io")
+
+	reg := servers.StartRegistry(t)
+	digest, err := imagebuild.Push(context.Background(), imagebuild.NewRegClient(reg.Host), reg.Host+"/acme/catalog:v1",
+		imagebuild.FromDir(filepath.Join(root, "testdata/fbc/community-v4.21-3pkgs/configs"), "/configs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out, errb bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--clustercatalogs", "--kubeconfig", kube.Kubeconfig,
+			"--base-url", "http://" + addr, "--addr", addr, "--store", t.TempDir(),
+			"--plain-http", reg.Host, "--no-docker-config", "--poll-check-interval", "1h"}, &out, &errb)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Log(errb.String())
+		}
+	}()
+	waitHTTP(t, "http://"+addr+"/readyz")
+
+	k(fmt.Sprintf(`apiVersion: olm.operatorframework.io/v1
+kind: ClusterCatalog
+metadata:
+  name: community
+spec:
+  source:
+    type: Image
+    image:
+      ref: %s/acme/catalog:v1
+`, reg.Host), "apply", "-f", "-")
+	jsonpath := func(p string) string { return k("", "get", "clustercatalog", "community", "-o", "jsonpath="+p) }
+	eventually(t, "Serving True", 60*time.Second, func() bool {
+		return jsonpath(`{.status.conditions[?(@.type=="Serving")].status}`) == "True"
+	})
+	if got := jsonpath(`{.status.resolvedSource.image.ref}`); !strings.HasSuffix(got, "@"+digest) {
+		t.Errorf("resolvedSource.image.ref %q, want …@%s", got, digest)
+	}
+	if got := jsonpath(`{.status.urls.base}`); got != "http://"+addr+"/catalogs/community" {
+		t.Errorf("urls.base %q", got)
+	}
+	if got := jsonpath(`{.status.conditions[?(@.type=="Progressing")].reason}`); got != "Succeeded" {
+		t.Errorf("Progressing reason %q", got)
+	}
+	if got := jsonpath(`{.metadata.labels.olm\.operatorframework\.io/metadata\.name}`); got != "community" {
+		t.Errorf("metadata.name label %q", got)
+	}
+	metas := "http://" + addr + "/catalogs/community/api/v1/metas?schema=olm.package"
+	if code := getCode(t, metas); code != 200 {
+		t.Fatalf("content: %d", code)
+	}
+
+	k("", "patch", "clustercatalog", "community", "--type", "merge", "-p", `{"spec":{"availabilityMode":"Unavailable"}}`)
+	eventually(t, "UserSpecifiedUnavailable", 30*time.Second, func() bool {
+		return jsonpath(`{.status.conditions[?(@.type=="Serving")].reason}`) == "UserSpecifiedUnavailable"
+	})
+	eventually(t, "content 404", 10*time.Second, func() bool { return getCode(t, metas) == 404 })
+}
+
+func getCode(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -1,0 +1,170 @@
+package status
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	csync "github.com/catalogsync/catalogsync/sync"
+)
+
+// Messages of conditions that do not depend on a sync, as catalogd words
+// them where it has them.
+const (
+	msgUserUnavailable = "Catalog availability mode is set to Unavailable"
+	msgNotPublished    = "No content has been published for this catalog yet"
+)
+
+// maxMessage caps a condition message (the CRD allows 32768 bytes): a
+// status is read by people, and an error chain longer than this is noise.
+const maxMessage = 2048
+
+// progressMessage says what a running sync is doing, e.g.
+// "Pulling sha256:ab12cd34ef56… layer 2/3: 45.1/120.0 MB".
+func progressMessage(image string, e csync.Event) string {
+	d := shortDigest(e.Digest)
+	switch e.Phase {
+	case csync.PhaseResolving:
+		return "Resolving " + image
+	case csync.PhasePulling:
+		return fmt.Sprintf("Pulling %s layer %d/%d: %s", d, e.Layer, e.Layers, byteProgress(e.BytesDone, e.BytesTotal))
+	case csync.PhaseUnpacking:
+		return "Unpacking " + d
+	case csync.PhaseValidating:
+		return fmt.Sprintf("Validating %s: %d bundles in %d packages", d, e.Bundles, e.Packages)
+	case csync.PhaseIndexing:
+		return fmt.Sprintf("Indexing %s: %d objects", d, e.Objects)
+	case csync.PhasePublishing:
+		return "Publishing " + d
+	}
+	return string(e.Phase) + " " + d
+}
+
+// successMessage describes a finished sync.
+func successMessage(r *csync.Result) string {
+	switch r.Action {
+	case csync.ActionReused:
+		return fmt.Sprintf("Published %s in %s (content was already stored)", r.Digest, seconds(r.Duration))
+	case csync.ActionUpToDate:
+		return fmt.Sprintf("Published %s (up to date)", r.Digest)
+	}
+	return fmt.Sprintf("Published %s in %s", r.Digest, seconds(r.Duration))
+}
+
+// failureMessage describes a failed sync without volatile details, so the
+// same cause gives the same message and a retry does not rewrite the
+// status.
+func failureMessage(e *csync.Error) string {
+	var b strings.Builder
+	b.WriteString(e.Reason)
+	if e.Phase != "" && e.Phase != csync.PhaseFailed {
+		b.WriteString(" while ")
+		b.WriteString(strings.ToLower(string(e.Phase)))
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(Sanitize(e.Err.Error()))
+	}
+	return truncate(b.String(), maxMessage)
+}
+
+func servingMessage(digest, ref string) string {
+	return fmt.Sprintf("Serving %s from %s", digest, ref)
+}
+
+// shortDigest keeps 12 hex digits: enough to tell digests apart in a
+// message; status.resolvedSource has the full one.
+func shortDigest(d string) string {
+	alg, hex, ok := strings.Cut(d, ":")
+	if !ok {
+		return d
+	}
+	if len(hex) > 12 {
+		hex = hex[:12] + "…"
+	}
+	return alg + ":" + hex
+}
+
+// byteProgress renders done/total in the unit that suits total, in
+// decimal units as registries and browsers show sizes.
+func byteProgress(done, total int64) string {
+	ref := max(done, total)
+	units := []struct {
+		size float64
+		name string
+	}{{1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}}
+	for _, u := range units {
+		if float64(ref) >= u.size {
+			if total <= 0 {
+				return fmt.Sprintf("%.1f %s", float64(done)/u.size, u.name)
+			}
+			return fmt.Sprintf("%.1f/%.1f %s", float64(done)/u.size, float64(total)/u.size, u.name)
+		}
+	}
+	if total <= 0 {
+		return fmt.Sprintf("%d B", done)
+	}
+	return fmt.Sprintf("%d/%d B", done, total)
+}
+
+func seconds(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+var (
+	// "read tcp 127.0.0.1:53412->10.0.0.1:443": the local port changes
+	// with every connection; the remote end is what matters.
+	reLocalAddr = regexp.MustCompile(`\b((?:tcp|udp)[46]?) \S+->`)
+	reUUID      = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reRequestID = regexp.MustCompile(`(?i)\b((?:x-)?(?:amz-)?request[-_ ]?id|trace[-_ ]?id|correlation[-_ ]?id)(["':= ]+)[\w.+/=-]+`)
+	reTime      = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?`)
+	reSpool     = regexp.MustCompile(`\S*catalogsync-spool-\S*`)
+	reSpace     = regexp.MustCompile(`\s+`)
+	tempDirRe   = tempDirPattern()
+)
+
+// tempDirPattern matches paths under the system temp folder, whose names
+// are random.
+func tempDirPattern() *regexp.Regexp {
+	dirs := []string{"/tmp", "/var/tmp"}
+	if d := filepath.Clean(os.TempDir()); d != "/" && d != "." {
+		dirs = append(dirs, d)
+	}
+	for i, d := range dirs {
+		dirs[i] = regexp.QuoteMeta(d)
+	}
+	return regexp.MustCompile(`(?:` + strings.Join(dirs, "|") + `)/[^\s:"']+`)
+}
+
+// Sanitize removes what changes from one attempt to the next although the
+// cause is the same (local ports, request and trace ids, UUIDs, timestamps,
+// temporary paths), collapses white space and trims trailing separators.
+func Sanitize(msg string) string {
+	msg = reLocalAddr.ReplaceAllString(msg, "$1 ")
+	msg = reRequestID.ReplaceAllString(msg, "$1$2<id>")
+	msg = reUUID.ReplaceAllString(msg, "<id>")
+	msg = reTime.ReplaceAllString(msg, "<time>")
+	msg = reSpool.ReplaceAllString(msg, "<spool file>")
+	msg = tempDirRe.ReplaceAllString(msg, "<temp file>")
+	// Some clients end an error with the (here empty) response body.
+	return strings.TrimRight(reSpace.ReplaceAllString(msg, " "), ": ")
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,82 @@
+package status
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	csync "github.com/catalogsync/catalogsync/sync"
+)
+
+func TestProgressMessages(t *testing.T) {
+	const d = "sha256:ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12"
+	for _, tc := range []struct {
+		e    csync.Event
+		want string
+	}{
+		{csync.Event{Phase: csync.PhaseResolving}, "Resolving registry.example.test/cat:v1"},
+		{csync.Event{Phase: csync.PhasePulling, Digest: d, Layer: 2, Layers: 3, BytesDone: 45_100_000, BytesTotal: 120_000_000},
+			"Pulling sha256:ab12cd34ef56… layer 2/3: 45.1/120.0 MB"},
+		{csync.Event{Phase: csync.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 0, BytesTotal: 12_410},
+			"Pulling sha256:ab12cd34ef56… layer 1/1: 0.0/12.4 kB"},
+		{csync.Event{Phase: csync.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 10, BytesTotal: 900},
+			"Pulling sha256:ab12cd34ef56… layer 1/1: 10/900 B"},
+		{csync.Event{Phase: csync.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 2_500_000_000, BytesTotal: 3_000_000_000},
+			"Pulling sha256:ab12cd34ef56… layer 1/1: 2.5/3.0 GB"},
+		{csync.Event{Phase: csync.PhaseUnpacking, Digest: d}, "Unpacking sha256:ab12cd34ef56…"},
+		{csync.Event{Phase: csync.PhaseValidating, Digest: d, Bundles: 745, Packages: 33}, "Validating sha256:ab12cd34ef56…: 745 bundles in 33 packages"},
+		{csync.Event{Phase: csync.PhaseIndexing, Digest: d, Objects: 1234}, "Indexing sha256:ab12cd34ef56…: 1234 objects"},
+		{csync.Event{Phase: csync.PhasePublishing, Digest: d}, "Publishing sha256:ab12cd34ef56…"},
+	} {
+		if got := progressMessage("registry.example.test/cat:v1", tc.e); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.e.Phase, got, tc.want)
+		}
+	}
+	if got := successMessage(&csync.Result{Digest: d, Action: csync.ActionPublished, Duration: 3210 * time.Millisecond}); got != "Published "+d+" in 3.2s" {
+		t.Errorf("success: %q", got)
+	}
+	if got := successMessage(&csync.Result{Digest: d, Action: csync.ActionPublished, Duration: 125 * time.Second}); got != "Published "+d+" in 2m5s" {
+		t.Errorf("success: %q", got)
+	}
+}
+
+// Two failures with the same cause give the same message, however the
+// volatile parts of their errors differ.
+func TestFailureMessageIsStable(t *testing.T) {
+	tmp := filepath.Join(os.TempDir(), "catalogsync-spool-")
+	mk := func(port int, id, uuid, ts, spool string) *csync.Error {
+		return &csync.Error{Phase: csync.PhasePulling, Reason: csync.ReasonRegistry, Retryable: true,
+			Err: fmt.Errorf("get layer: read tcp 127.0.0.1:%d->10.1.2.3:443: read: connection reset by peer; x-request-id: %s; trace %s at %s; spool %s%s:  ",
+				port, id, uuid, ts, tmp, spool)}
+	}
+	a := failureMessage(mk(51234, "a1b2c3", "123e4567-e89b-12d3-a456-426614174000", "2026-11-29T17:25:37.113236Z", "123456"))
+	b := failureMessage(mk(40001, "ffee99", "9f0e4567-e89b-12d3-a456-426614174999", "2026-11-29T17:26:01Z", "987654"))
+	if a != b {
+		t.Fatalf("messages differ:\n%s\n%s", a, b)
+	}
+	want := "RegistryError while pulling: get layer: read tcp 10.1.2.3:443: read: connection reset by peer; x-request-id: <id>; trace <id> at <time>; spool <spool file>"
+	if a != want {
+		t.Fatalf("got  %q\nwant %q", a, want)
+	}
+	// What tells causes apart stays.
+	if c := failureMessage(&csync.Error{Phase: csync.PhaseResolving, Reason: csync.ReasonRegistry, Err: errors.New("HEAD registry.example.test:5000/x:v1: 401 Unauthorized")}); !strings.Contains(c, "registry.example.test:5000") || !strings.Contains(c, "401") {
+		t.Fatalf("lost the host or the status: %q", c)
+	}
+	long := failureMessage(&csync.Error{Reason: csync.ReasonInternal, Err: errors.New(strings.Repeat("é", 3000))})
+	if len(long) > maxMessage || !strings.HasSuffix(long, "…") {
+		t.Fatalf("long message: %d bytes", len(long))
+	}
+}
+
+// status.urls.base must pass the CRD's isURL rule with an http(s) scheme.
+func TestNewWriterRefusesBadBaseURL(t *testing.T) {
+	for _, u := range []string{"", "/catalogs", "catalogsync.svc:8080", "ftp://catalogsync.svc"} {
+		if _, err := NewWriter(nil, nil, nil, u); !errors.Is(err, ErrBaseURL) {
+			t.Errorf("NewWriter(%q): %v, want ErrBaseURL", u, err)
+		}
+	}
+}

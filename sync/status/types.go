@@ -1,0 +1,176 @@
+// Package status connects catalogsync to ClusterCatalogs
+// (olm.operatorframework.io/v1) in a Kubernetes cluster, the way catalogd
+// does: a Source lists and watches them and yields the catalogs to sync,
+// and a Writer reports what each sync does in the ClusterCatalog's status
+// while it happens.
+//
+// The design is level-based. The Source holds the cluster's current
+// ClusterCatalogs; the Writer computes the status from that, from the
+// latest progress event of each catalog and from the published pointer in
+// storage, and applies it (server-side apply, status subresource) until
+// the apiserver has it. Nothing reads a status back to decide what to do,
+// and writing status never gates or fails a sync.
+//
+// Deletion: no finalizer is added. A deleted ClusterCatalog stops being
+// served at once (Available reports false) and its content stays in
+// storage until storage/catalog.GC, given Source.Names, deletes it.
+package status
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	csync "github.com/catalogsync/catalogsync/sync"
+)
+
+// GVR is the ClusterCatalog resource.
+var GVR = schema.GroupVersionResource{Group: "olm.operatorframework.io", Version: "v1", Resource: "clustercatalogs"}
+
+const (
+	apiVersion = "olm.operatorframework.io/v1"
+	kind       = "ClusterCatalog"
+)
+
+// Vocabulary of the ClusterCatalog API, as catalogd uses it.
+const (
+	TypeProgressing = "Progressing"
+	TypeServing     = "Serving"
+
+	// Progressing reasons.
+	ReasonSucceeded = "Succeeded"
+	ReasonRetrying  = "Retrying"
+	ReasonBlocked   = "Blocked"
+
+	// Serving reasons.
+	ReasonAvailable                = "Available"
+	ReasonUnavailable              = "Unavailable"
+	ReasonUserSpecifiedUnavailable = "UserSpecifiedUnavailable"
+
+	// AvailabilityMode values of spec.availabilityMode.
+	AvailabilityModeAvailable   = "Available"
+	AvailabilityModeUnavailable = "Unavailable"
+
+	// SourceTypeImage is the only source type.
+	SourceTypeImage = "Image"
+
+	// MetadataNameLabel carries the object's name, so label selectors can
+	// pick a catalog by name; catalogd's webhook sets it, the Writer
+	// adds it where it is missing.
+	MetadataNameLabel = "olm.operatorframework.io/metadata.name"
+)
+
+// DefaultFieldManager owns the fields the Writer applies.
+const DefaultFieldManager = "catalogsync"
+
+// Catalog is what the service needs of one ClusterCatalog.
+type Catalog struct {
+	Name string
+	// Image is spec.source.image.ref.
+	Image string
+	// PollInterval is spec.source.image.pollIntervalMinutes (0: not polled).
+	PollInterval time.Duration
+	// AvailabilityMode is spec.availabilityMode, "Available" when omitted.
+	AvailabilityMode string
+	// Generation is metadata.generation: it changes with the spec.
+	Generation int64
+}
+
+// Unavailable reports whether the user asked for the catalog not to be
+// served (spec.availabilityMode: Unavailable).
+func (c Catalog) Unavailable() bool { return c.AvailabilityMode == AvailabilityModeUnavailable }
+
+// SyncCatalog is c as the sync pipeline takes it.
+func (c Catalog) SyncCatalog() csync.Catalog {
+	return csync.Catalog{Name: c.Name, Image: c.Image, PollInterval: c.PollInterval}
+}
+
+// Status is a ClusterCatalog's status, the fields the Writer owns.
+type Status struct {
+	Conditions     []metav1.Condition `json:"conditions,omitempty"`
+	ResolvedSource *ResolvedSource    `json:"resolvedSource,omitempty"`
+	URLs           *URLs              `json:"urls,omitempty"`
+	LastUnpacked   *metav1.Time       `json:"lastUnpacked,omitempty"`
+}
+
+// ResolvedSource is status.resolvedSource.
+type ResolvedSource struct {
+	Type  string               `json:"type"`
+	Image *ResolvedImageSource `json:"image,omitempty"`
+}
+
+// ResolvedImageSource is status.resolvedSource.image.
+type ResolvedImageSource struct {
+	Ref string `json:"ref"`
+}
+
+// URLs is status.urls.
+type URLs struct {
+	Base string `json:"base"`
+}
+
+// Condition returns the condition of type t, if present.
+func (s *Status) Condition(t string) *metav1.Condition {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// object is what the Source keeps of one ClusterCatalog.
+type object struct {
+	cat     Catalog
+	rv      string
+	labeled bool
+	status  *Status // nil when the object has no status, or it does not parse
+}
+
+// parseObject reads the fields the service uses. A malformed spec is an
+// error: the apiserver validates the CRD, so it means a different schema.
+func parseObject(u *unstructured.Unstructured) (object, error) {
+	o := object{rv: u.GetResourceVersion()}
+	o.cat.Name = u.GetName()
+	o.cat.Generation = u.GetGeneration()
+	o.labeled = u.GetLabels()[MetadataNameLabel] == u.GetName()
+	ref, _, err := unstructured.NestedString(u.Object, "spec", "source", "image", "ref")
+	if err != nil {
+		return o, fmt.Errorf("%w: %s: spec.source.image.ref: %v", ErrMalformed, o.cat.Name, err)
+	}
+	o.cat.Image = ref
+	if v, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "source", "image", "pollIntervalMinutes"); err == nil && found {
+		switch n := v.(type) {
+		case int64:
+			o.cat.PollInterval = time.Duration(n) * time.Minute
+		case float64:
+			o.cat.PollInterval = time.Duration(n * float64(time.Minute))
+		default:
+			return o, fmt.Errorf("%w: %s: spec.source.image.pollIntervalMinutes is %T", ErrMalformed, o.cat.Name, v)
+		}
+	}
+	mode, _, err := unstructured.NestedString(u.Object, "spec", "availabilityMode")
+	if err != nil {
+		return o, fmt.Errorf("%w: %s: spec.availabilityMode: %v", ErrMalformed, o.cat.Name, err)
+	}
+	if mode == "" {
+		mode = AvailabilityModeAvailable
+	}
+	o.cat.AvailabilityMode = mode
+	if raw, found, _ := unstructured.NestedMap(u.Object, "status"); found {
+		var st Status
+		// A status that does not parse is treated as absent: the Writer
+		// then replaces what it owns.
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err == nil {
+			o.status = &st
+		}
+	}
+	return o, nil
+}
