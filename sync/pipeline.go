@@ -264,7 +264,6 @@ type objRec struct {
 type fileResult struct {
 	objs []objRec
 	err  error
-	done chan struct{} // closed when parsing ended
 }
 
 // spool holds parsed objects on local disk until the final file order is
@@ -338,21 +337,8 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 		workers = semaphore.NewWeighted(int64(p.workers))
 		fileErr error // a spool write failure: fatal, unlike parse errors
 	)
-	// Stream catalog.jsonl while layers are read, if files come in walk
-	// order; see streamer. Without a writer, everything goes the spool way.
-	st, err := newStreamer(ctx, p.store, c.Name, resolved.Digest, sp)
-	if err != nil {
-		st = nil
-	}
-	committed := false
-	defer func() {
-		if st != nil && !committed {
-			st.abort()
-		}
-	}()
-
-	parse := func(path string, r io.Reader, fr *fileResult) {
-		defer close(fr.done)
+	parse := func(path string, r io.Reader) {
+		fr := &fileResult{}
 		fr.err = fbc.Parse(r, func(o fbc.Object) error {
 			off, err := sp.append(o.Blob)
 			if err != nil {
@@ -370,17 +356,9 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 		results[path] = fr
 		mu.Unlock()
 	}
-	// start registers a file, in arrival order, for the streamer.
-	start := func(path string) *fileResult {
-		fr := &fileResult{done: make(chan struct{})}
-		if st != nil {
-			st.enqueue(path, u.IgnoredSoFar(path), fr)
-		}
-		return fr
-	}
 	handle := func(path string, size int64, r io.Reader) error {
 		if size > p.inline {
-			parse(path, r, start(path))
+			parse(path, r)
 			// Drain what a failed parse left, so the tar stream goes on.
 			_, err := io.Copy(io.Discard, r)
 			return err
@@ -398,13 +376,12 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 			sem.Release(w)
 			return err
 		}
-		fr := start(path)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer sem.Release(w)
 			defer workers.Release(1)
-			parse(path, bytes.NewReader(buf), fr)
+			parse(path, bytes.NewReader(buf))
 		}()
 		return nil
 	}
@@ -477,18 +454,9 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 
 	t = p.now()
 	rep.emit(Event{Phase: PhaseIndexing, Bundles: vst.Bundles, Packages: vst.Packages, Objects: objects})
-	var w *catalog.Writer
-	streamed := st != nil && st.finish(files)
-	if streamed {
-		w, committed = st.w, true
-	} else {
-		if st != nil {
-			st.abort()
-			committed = true // nothing left for the deferred abort
-		}
-		if w, err = p.writeFromSpool(ctx, c.Name, resolved.Digest, files, results, sp); err != nil {
-			return catalog.Meta{}, pulled, err
-		}
+	w, err := p.writeFromSpool(ctx, c.Name, resolved.Digest, files, results, sp)
+	if err != nil {
+		return catalog.Meta{}, pulled, err
 	}
 	meta, err := w.Commit(ctx, catalog.Meta{
 		Ref: c.Image,
@@ -500,7 +468,6 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 			"packages":       vst.Packages,
 			"channels":       vst.Channels,
 			"bundles":        vst.Bundles,
-			"streamed":       streamed,
 		},
 	})
 	if err != nil {

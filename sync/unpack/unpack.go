@@ -87,9 +87,6 @@ type Unpacker struct {
 
 	bytesRead int64
 	entries   int
-
-	m        gitignore.Matcher // IgnoredSoFar's matcher, for matcherN ignore files
-	matcherN int
 }
 
 // New returns an Unpacker for the FBC directory named by the image label.
@@ -272,28 +269,6 @@ func (u *Unpacker) Files() ([]File, error) {
 	}
 	return kept, nil
 }
-
-// IgnoredSoFar reports whether the .indexignore files read so far exclude
-// path (relative to the FBC directory). With layers and entries in walk
-// order it is final for every path whose .indexignore files came first;
-// callers that stream ahead must still compare with Files at the end.
-func (u *Unpacker) IgnoredSoFar(path string) bool {
-	if len(u.ignores) == 0 {
-		return false
-	}
-	if u.matcherN != len(u.ignores) {
-		names := make([]string, 0, len(u.ignores))
-		for f := range u.ignores {
-			names = append(names, f)
-		}
-		slices.SortFunc(names, walkCompare)
-		u.m, u.matcherN = u.matcher(names), len(u.ignores)
-	}
-	return u.m.Match(strings.Split(path, "/"), false)
-}
-
-// WalkCompare orders slash paths as fs.WalkDir (and so Files) does.
-func WalkCompare(a, b string) int { return walkCompare(a, b) }
 
 // matcher builds the same rules operator-registry builds: .indexignore
 // itself, then each file's lines in walk order, scoped to its directory.

@@ -281,23 +281,3 @@ func FuzzLayer(f *testing.F) {
 		}
 	})
 }
-
-func TestIgnoredSoFar(t *testing.T) {
-	u, _ := New("configs", Limits{})
-	l := layer(t,
-		ent{name: "configs/.indexignore", body: "*.md\n"},
-		ent{name: "configs/a.yaml", body: "a"},
-	)
-	var seen []bool
-	err := u.Layer(bytes.NewReader(l), func(p string, _ int64, r io.Reader) error {
-		io.Copy(io.Discard, r)
-		seen = append(seen, u.IgnoredSoFar(p), u.IgnoredSoFar("x/README.md"))
-		return nil
-	})
-	if err != nil || !reflect.DeepEqual(seen, []bool{false, true}) {
-		t.Fatalf("seen %v, %v", seen, err)
-	}
-	if WalkCompare("a/b", "a.txt") >= 0 {
-		t.Fatal("walk order: a/b comes before a.txt")
-	}
-}
