@@ -344,14 +344,20 @@ func setHeaders(w http.ResponseWriter, tag string, mod time.Time, size int64, gz
 }
 
 func (h *Handler) serveAll(w http.ResponseWriter, r *http.Request) {
-	// One retry: content read through a cached pointer may have been
-	// removed after a newer publish, which the retry then reads.
+	h.serveCatalog(w, r, func(c *catalog.Catalog) error { return h.writeAll(w, r, c) })
+}
+
+// serveCatalog opens the requested catalog and answers with write, which
+// returns an error only while nothing has been written. One retry: content
+// read through a cached pointer may have been removed after a newer
+// publish, which the retry then reads.
+func (h *Handler) serveCatalog(w http.ResponseWriter, r *http.Request, write func(*catalog.Catalog) error) {
 	for attempt := 0; ; attempt++ {
 		c := h.catalogFor(w, r)
 		if c == nil {
 			return
 		}
-		err := h.writeAll(w, r, c)
+		err := write(c)
 		if err == nil {
 			return
 		}
@@ -467,26 +473,7 @@ func (h *Handler) serveMetas(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	for attempt := 0; ; attempt++ {
-		c := h.catalogFor(w, r)
-		if c == nil {
-			return
-		}
-		err := h.writeMetas(w, r, c, q)
-		if err == nil {
-			return
-		}
-		if errors.Is(err, storage.ErrNotExist) {
-			if attempt == 0 {
-				h.cache.remove(c.Name, c)
-				continue
-			}
-			// Published content without its catalog.jsonl.
-			err = fmt.Errorf("%w: %w", catalog.ErrCorrupt, err)
-		}
-		h.storeError(w, r, c.Name, err)
-		return
-	}
+	h.serveCatalog(w, r, func(c *catalog.Catalog) error { return h.writeMetas(w, r, c, q) })
 }
 
 // writeMetas answers /metas from c's index. Like writeAll, it returns an
