@@ -58,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdGC(ctx, args[1:], stdout, stderr)
 	case "poll":
 		err = cmdPoll(ctx, args[1:], stdout, stderr)
+	case "index":
+		err = cmdIndex(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		usage(stdout)
 		return 0
@@ -85,6 +87,7 @@ func usage(w io.Writer) {
   catalogsync serve [--config FILE] [--store DIR] [--addr ADDR]    keep catalogs synced and serve them
   catalogsync gc    [--store DIR] [--keep N] [--grace D] [--dry-run]  delete content no longer needed
   catalogsync poll  --config FILE [--store DIR]                      sync the catalogs that are due, then exit (CronJob)
+  catalogsync index [--out DIR] FBC_DIR                              validate an FBC directory and pre-build its catalog and index
 Every command takes --store DIR (local) or --s3-bucket B (S3/MinIO, see --s3-*).
 Run "catalogsync CMD -h" for a command's flags.
 `)

@@ -21,6 +21,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/publishevent"
 	"github.com/catalogsync/catalogsync/sync/status"
 	"k8s.io/client-go/dynamic"
 )
@@ -38,6 +39,7 @@ type serveFlags struct {
 
 	clusterCatalogs bool
 	kubeconfig      string
+	eventSink       string
 }
 
 func (f *serveFlags) register(fset *flag.FlagSet) {
@@ -50,6 +52,7 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.DurationVar(&f.pollEvery, "poll-check-interval", envDuration("CATALOGSYNC_POLL_CHECK_INTERVAL", time.Minute), "how often catalogs are checked for a due poll (env CATALOGSYNC_POLL_CHECK_INTERVAL)")
 	fset.BoolVar(&f.clusterCatalogs, "clustercatalogs", os.Getenv("CATALOGSYNC_CLUSTERCATALOGS") == "true", "sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url (env CATALOGSYNC_CLUSTERCATALOGS=true)")
 	fset.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig for --clustercatalogs; the in-cluster service account when empty (env KUBECONFIG)")
+	fset.StringVar(&f.eventSink, "event-sink", "", "URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (env CATALOGSYNC_EVENT_SINK, else K_SINK as a Knative SinkBinding sets it)")
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
 }
 
@@ -107,6 +110,19 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	// scheduler is the cron fallback and does the first sync at start.
 	var set csync.CatalogSet = csync.StaticCatalogs(cfg.catalogs())
 	observers := []csync.Observer{m.SyncObserver()}
+	if sink := publishevent.Sink(sf.eventSink); sink != "" {
+		em, err := publishevent.New(sink, publishevent.WithBaseURL(sf.baseURL), publishevent.WithLogger(log))
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		defer func() {
+			// Give queued events a moment to leave; never hold shutdown long.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			em.Close(cctx)
+		}()
+		observers = append(observers, em)
+	}
 	cfgNames := make([]string, 0, len(cfg.Catalogs))
 	for _, c := range cfg.Catalogs {
 		cfgNames = append(cfgNames, c.Name)

@@ -1,0 +1,290 @@
+package publishevent_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	stdsync "sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/catalogsync/catalogsync/storage/fs"
+	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/publishevent"
+	"github.com/catalogsync/catalogsync/sync/source"
+)
+
+// sink is a real HTTP CloudEvents receiver decoding with the SDK.
+type sink struct {
+	*httptest.Server
+	mu     stdsync.Mutex
+	events []event.Event
+	binary []bool
+	fail   atomic.Int32 // answer 500 to this many requests first
+	got    chan struct{}
+}
+
+func newSink(t *testing.T) *sink {
+	s := &sink{got: make(chan struct{}, 16)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.fail.Add(-1) >= 0 {
+			http.Error(w, "not yet", http.StatusInternalServerError)
+			return
+		}
+		ev, err := cehttp.NewEventFromHTTPRequest(r)
+		if err != nil {
+			t.Errorf("sink: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.events = append(s.events, *ev)
+		s.binary = append(s.binary, r.Header.Get("Ce-Type") != "")
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+		s.got <- struct{}{}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *sink) wait(t *testing.T) event.Event {
+	t.Helper()
+	select {
+	case <-s.got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event reached the sink")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.events[len(s.events)-1]
+}
+
+func pipeline(t *testing.T) *csync.Pipeline {
+	src, err := source.New(source.WithDockerConfig(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	st, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return csync.NewPipeline(src, st, csync.WithTempDir(t.TempDir()))
+}
+
+func sampleImage(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return "ocidir://" + filepath.Join(filepath.Dir(file), "../../examples/sample-catalog") + ":v1"
+}
+
+// observed wraps em so the test knows when em.Observe has returned for a
+// sync's terminal event (observers run on their own goroutine).
+func observed(em *publishevent.Emitter) (csync.Observer, <-chan struct{}) {
+	done := make(chan struct{}, 8)
+	return csync.ObserverFunc(func(e csync.Event) {
+		em.Observe(e)
+		if e.Terminal() {
+			done <- struct{}{}
+		}
+	}), done
+}
+
+func waitDone(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("terminal event not observed")
+	}
+}
+
+func closeEmitter(t *testing.T, e *publishevent.Emitter) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
+// A real sync of the sample OCI layout reaches a real sink as one binary
+// CloudEvent; the UpToDate resync that follows sends nothing.
+func TestPublishedEventAfterRealSync(t *testing.T) {
+	s := newSink(t)
+	em, err := publishevent.New(s.URL, publishevent.WithSource("catalogsync/test"), publishevent.WithBaseURL("http://catalogs.example.test/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := pipeline(t)
+	c := csync.Catalog{Name: "sample", Image: sampleImage(t)}
+	obs, done := observed(em)
+	res, err := pl.Run(context.Background(), c, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := s.wait(t)
+	waitDone(t, done)
+	if ev.Type() != publishevent.Type || ev.Subject() != "sample" || ev.Source() != "catalogsync/test" || ev.ID() == "" {
+		t.Fatalf("attributes: %s", ev)
+	}
+	var d publishevent.Data
+	if err := ev.DataAs(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Digest != res.Digest || d.ResolvedRef != res.ResolvedRef || d.Action != "Published" ||
+		d.URL != "http://catalogs.example.test/catalogs/sample" || d.Objects != res.Meta.Objects || d.Objects == 0 {
+		t.Fatalf("data %+v, result digest %s", d, res.Digest)
+	}
+	if _, ok := d.PhasesMs[string(csync.PhaseIndexing)]; !ok {
+		t.Fatalf("phases: %v", d.PhasesMs)
+	}
+	if res2, err := pl.Run(context.Background(), c, obs); err != nil || res2.Action != csync.ActionUpToDate {
+		t.Fatalf("resync: %v %v", res2.Action, err)
+	}
+	waitDone(t, done)
+	closeEmitter(t, em)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.events) != 1 || !s.binary[0] {
+		t.Fatalf("want one binary-mode event, got %d (binary %v)", len(s.events), s.binary)
+	}
+	if st := em.Stats(); st.Sent != 1 || st.Failed != 0 || st.Dropped != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A sink failing twice with 500 gets the event on the third attempt.
+func TestFailingSinkIsRetried(t *testing.T) {
+	s := newSink(t)
+	s.fail.Store(2)
+	em, err := publishevent.New(s.URL, publishevent.WithRetry(5, 10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := pipeline(t).Run(context.Background(), csync.Catalog{Name: "sample", Image: sampleImage(t)}, em)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d publishevent.Data
+	if err := func() error { ev := s.wait(t); return ev.DataAs(&d) }(); err != nil || d.Digest != res.Digest {
+		t.Fatalf("data %+v: %v", d, err)
+	}
+	closeEmitter(t, em)
+	if st := em.Stats(); st.Sent != 1 || st.Retries != 2 || st.Failed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A sink that accepts connections and never answers neither fails nor
+// slows the sync; the event is given up on after its attempts.
+func TestDeadSinkDoesNotFailOrSlowSync(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held open, never answered
+		}
+	}()
+	em, err := publishevent.New("http://"+ln.Addr().String()+"/", publishevent.WithRetry(2, 10*time.Millisecond), publishevent.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := pipeline(t)
+	c := csync.Catalog{Name: "sample", Image: sampleImage(t)}
+	obs, done := observed(em)
+	start := time.Now()
+	if _, err := pl.Run(context.Background(), c, obs); err != nil {
+		t.Fatal(err)
+	}
+	// Well under one delivery timeout: the sync never waited for the sink.
+	if d := time.Since(start); d > 900*time.Millisecond {
+		t.Fatalf("sync took %v with a dead sink", d)
+	}
+	waitDone(t, done)
+	for deadline := time.Now().Add(10 * time.Second); em.Stats().Failed == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	closeEmitter(t, em)
+	if st := em.Stats(); st.Sent != 0 || st.Failed != 1 || st.Retries != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// With the sender stuck on a dead sink, a full queue drops its oldest events
+// and counts them.
+func TestFullQueueDropsOldest(t *testing.T) {
+	block := make(chan struct{})
+	var delivered []string
+	var mu stdsync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-block
+		ev, err := cehttp.NewEventFromHTTPRequest(r)
+		if err == nil {
+			mu.Lock()
+			delivered = append(delivered, ev.Subject())
+			mu.Unlock()
+		}
+	}))
+	defer srv.Close()
+	em, err := publishevent.New(srv.URL, publishevent.WithQueue(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		em.Observe(csync.Event{Phase: csync.PhasePublished, Time: time.Now(),
+			Result: &csync.Result{Catalog: name, Action: csync.ActionPublished, Digest: "sha256:00"}})
+		// Let the sender take "a" before the rest queue up.
+		if name == "a" {
+			for em.Stats().Queued != 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	em.Observe(csync.Event{Phase: csync.PhasePublished, Result: &csync.Result{Catalog: "x", Action: csync.ActionUpToDate}})
+	if st := em.Stats(); st.Dropped != 1 || st.Queued != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	close(block)
+	closeEmitter(t, em)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(delivered) != 3 || delivered[0] != "a" || delivered[1] != "c" || delivered[2] != "d" {
+		t.Fatalf("delivered %v", delivered)
+	}
+}
+
+func TestSinkSelection(t *testing.T) {
+	t.Setenv(publishevent.EnvKSink, "http://ksink.example.test")
+	t.Setenv(publishevent.EnvSink, "")
+	if got := publishevent.Sink(""); got != "http://ksink.example.test" {
+		t.Fatalf("K_SINK: %q", got)
+	}
+	t.Setenv(publishevent.EnvSink, "http://env.example.test")
+	if got := publishevent.Sink(""); got != "http://env.example.test" {
+		t.Fatalf("env: %q", got)
+	}
+	if got := publishevent.Sink("http://flag.example.test"); got != "http://flag.example.test" {
+		t.Fatalf("flag: %q", got)
+	}
+	for _, bad := range []string{"ksink.example.test", "ftp://x.example.test", "http://"} {
+		if _, err := publishevent.New(bad); !errors.Is(err, publishevent.ErrInvalidSink) {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+}
