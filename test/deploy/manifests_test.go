@@ -1,0 +1,358 @@
+// Package deploy_test checks the manifests in deploy/: they parse, the
+// kustomize overlays render, the real kube-apiserver accepts every
+// Kubernetes object, the Knative objects decode strictly into structs that
+// mirror the Knative API fields used, the workloads' flags and env vars are
+// ones the real binary accepts, and the RBAC is least-privilege.
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/catalogsync/catalogsync/test/servers"
+)
+
+const (
+	namespace = "catalogsync-system"
+	// The overlays are built by the kustomizations in these folders.
+	knativeDir = "knative"
+	plainDir   = "plain"
+)
+
+// kustomizeDirs hold Kubernetes manifests (every document an object);
+// other folders under deploy/ may hold other YAML (deploy/local).
+var kustomizeDirs = []string{"crd", "base", knativeDir, plainDir}
+
+// repoRoot is the module root: go test runs in the package's folder.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func deployDir(t testing.TB) string { return filepath.Join(repoRoot(t), "deploy") }
+
+// object is one parsed document, with its source for error messages and
+// for applying it alone.
+type object struct {
+	raw    []byte
+	fields map[string]any
+	from   string
+}
+
+func (o object) apiVersion() string { s, _ := o.fields["apiVersion"].(string); return s }
+func (o object) kind() string       { s, _ := o.fields["kind"].(string); return s }
+func (o object) name() string {
+	m, _ := o.fields["metadata"].(map[string]any)
+	s, _ := m["name"].(string)
+	return s
+}
+func (o object) namespace() string {
+	m, _ := o.fields["metadata"].(map[string]any)
+	s, _ := m["namespace"].(string)
+	return s
+}
+func (o object) group() string {
+	if g, _, ok := strings.Cut(o.apiVersion(), "/"); ok {
+		return g
+	}
+	return ""
+}
+func (o object) String() string { return o.from + ": " + o.kind() + " " + o.name() }
+
+// isKnative reports objects of Knative's API groups, which no offline
+// apiserver can validate (see knative_test.go).
+func (o object) isKnative() bool { return strings.HasSuffix(o.group(), ".knative.dev") }
+
+// parseDocs splits a multi-document YAML stream and parses every document;
+// empty documents (comments only) are skipped.
+func parseDocs(b []byte, from string) ([]object, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	var out []object
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(doc, &m); err != nil {
+			return nil, errors.New(from + ": document " + strconv.Itoa(i) + ": " + err.Error())
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, object{raw: doc, fields: m, from: from})
+	}
+}
+
+// yamlFiles lists every .yaml/.yml file under dir.
+func yamlFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	return files
+}
+
+// manifestFiles are the object files of the kustomize folders, without
+// the kustomization.yaml files themselves.
+func manifestFiles(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, d := range kustomizeDirs {
+		for _, f := range yamlFiles(t, filepath.Join(deployDir(t), d)) {
+			if filepath.Base(f) != "kustomization.yaml" {
+				out = append(out, f)
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no manifests found under deploy/")
+	}
+	return out
+}
+
+func readObjects(t testing.TB, path string) []object {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := filepath.Rel(repoRoot(t), path)
+	objs, err := parseDocs(b, rel)
+	if err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	return objs
+}
+
+func kubectl(t testing.TB) string {
+	t.Helper()
+	return servers.Binary(t, "kubectl")
+}
+
+var (
+	renderMu    sync.Mutex
+	renderCache = map[string][]object{}
+)
+
+// render runs `kubectl kustomize deploy/<overlay>` and parses the result.
+func render(t testing.TB, overlay string) []object {
+	t.Helper()
+	renderMu.Lock()
+	defer renderMu.Unlock()
+	if objs, ok := renderCache[overlay]; ok {
+		return objs
+	}
+	cmd := exec.Command(kubectl(t), "kustomize", filepath.Join(deployDir(t), overlay))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize deploy/%s: %v\n%s", overlay, err, stderr.Bytes())
+	}
+	objs, err := parseDocs(out, "kustomize deploy/"+overlay)
+	if err != nil {
+		t.Fatalf("rendered deploy/%s: %v", overlay, err)
+	}
+	renderCache[overlay] = objs
+	return objs
+}
+
+func find(objs []object, kind, name string) (object, bool) {
+	for _, o := range objs {
+		if o.kind() == kind && o.name() == name {
+			return o, true
+		}
+	}
+	return object{}, false
+}
+
+func kindsOf(objs []object) map[string]int {
+	m := map[string]int{}
+	for _, o := range objs {
+		m[o.apiVersion()+" "+o.kind()]++
+	}
+	return m
+}
+
+// TestYAMLParses parses every YAML file under deploy/ (all documents);
+// in the kustomize folders every document must be a named object.
+func TestYAMLParses(t *testing.T) {
+	files := yamlFiles(t, deployDir(t))
+	for _, f := range files {
+		objs := readObjects(t, f)
+		rel, _ := filepath.Rel(deployDir(t), f)
+		top := strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]
+		inKustomize := false
+		for _, d := range kustomizeDirs {
+			inKustomize = inKustomize || d == top
+		}
+		if !inKustomize {
+			continue
+		}
+		if len(objs) == 0 {
+			t.Errorf("%s: no documents", rel)
+		}
+		for _, o := range objs {
+			if o.apiVersion() == "" || o.kind() == "" {
+				t.Errorf("%s: a document without apiVersion or kind", rel)
+			}
+			if filepath.Base(f) != "kustomization.yaml" && o.name() == "" {
+				t.Errorf("%s: %s without metadata.name", rel, o.kind())
+			}
+		}
+	}
+}
+
+// TestOverlaysRender renders both overlays with kubectl's kustomize and
+// checks each holds the objects it exists for.
+func TestOverlaysRender(t *testing.T) {
+	common := []string{
+		"v1 Namespace", "apiextensions.k8s.io/v1 CustomResourceDefinition", "v1 ServiceAccount",
+		"rbac.authorization.k8s.io/v1 ClusterRole", "rbac.authorization.k8s.io/v1 ClusterRoleBinding",
+		"v1 ConfigMap", "v1 Secret",
+	}
+	want := map[string][]string{
+		knativeDir: append([]string{
+			"serving.knative.dev/v1 Service", "eventing.knative.dev/v1 Broker", "eventing.knative.dev/v1 Trigger",
+			"sources.knative.dev/v1 PingSource", "sources.knative.dev/v1 ApiServerSource",
+		}, common...),
+		plainDir: append([]string{"apps/v1 Deployment", "v1 Service"}, common...),
+	}
+	for overlay, kinds := range want {
+		got := kindsOf(render(t, overlay))
+		for _, k := range kinds {
+			if got[k] == 0 {
+				t.Errorf("deploy/%s renders no %s; it renders %v", overlay, k, got)
+			}
+		}
+		for _, o := range render(t, overlay) {
+			// Cluster-scoped kinds have no namespace; all others must land
+			// in catalogsync-system, not the kubectl context's namespace.
+			switch o.kind() {
+			case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+			default:
+				if o.namespace() != namespace {
+					t.Errorf("deploy/%s: %s is in namespace %q, want %q", overlay, o, o.namespace(), namespace)
+				}
+			}
+		}
+	}
+	if _, ok := find(render(t, knativeDir), "Deployment", "catalogsync"); ok {
+		t.Error("deploy/knative also renders the plain Deployment")
+	}
+}
+
+// serveHelp is what `catalogsync serve -h` prints, from a binary built
+// from this checkout.
+var (
+	helpOnce sync.Once
+	helpText string
+	helpErr  error
+	binPath  string
+)
+
+func catalogsyncBinary(t testing.TB) string {
+	t.Helper()
+	helpOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "catalogsync-deploy-test-*")
+		if err != nil {
+			helpErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "catalogsync")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/catalogsync")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helpErr = errors.New("go build ./cmd/catalogsync: " + err.Error() + "\n" + string(out))
+			return
+		}
+		// -h makes flag parsing fail on purpose (exit 2); the text is what
+		// matters.
+		out, _ := exec.Command(binPath, "serve", "-h").CombinedOutput()
+		helpText = string(out)
+		if !strings.Contains(helpText, "Usage of serve") {
+			helpErr = errors.New("catalogsync serve -h printed no usage:\n" + helpText)
+		}
+	})
+	if helpErr != nil {
+		t.Fatal(helpErr)
+	}
+	return binPath
+}
+
+func serveHelp(t testing.TB) string {
+	t.Helper()
+	catalogsyncBinary(t)
+	return helpText
+}
+
+var flagLine = regexp.MustCompile(`(?m)^  -([a-z0-9-]+)(?: (\S+))?$`)
+
+// serveFlags maps each flag of `serve -h` to whether it takes a value.
+func serveFlags(t testing.TB) map[string]bool {
+	t.Helper()
+	flags := map[string]bool{}
+	for _, m := range flagLine.FindAllStringSubmatch(serveHelp(t), -1) {
+		flags[m[1]] = m[2] != "" // the flag package prints no type for bools
+	}
+	if len(flags) < 10 || !flags["config"] || flags["clustercatalogs"] {
+		t.Fatalf("could not read serve's flags from its -h output (got %v):\n%s", flags, serveHelp(t))
+	}
+	return flags
+}
+
+var envName = regexp.MustCompile(`\bCATALOGSYNC_[A-Z0-9_]+\b|\bKUBECONFIG\b|\bPORT\b`)
+
+// documentedEnv is every env var name `serve -h` mentions.
+func documentedEnv(t testing.TB) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, n := range envName.FindAllString(serveHelp(t), -1) {
+		out[n] = true
+	}
+	if !out["CATALOGSYNC_S3_BUCKET"] || !out["CATALOGSYNC_BASE_URL"] {
+		t.Fatalf("serve -h documents no CATALOGSYNC_S3_BUCKET or CATALOGSYNC_BASE_URL; got %v", out)
+	}
+	return out
+}
+
+// envFromElsewhere are the names the workloads may set that serve -h does
+// not list, each documented by what reads it.
+var envFromElsewhere = map[string]string{
+	"AWS_ACCESS_KEY_ID":     "the AWS SDK's default credential chain (README, Configuration)",
+	"AWS_SECRET_ACCESS_KEY": "the AWS SDK's default credential chain (README, Configuration)",
+	"GOMEMLIMIT":            "the Go runtime's soft memory limit",
+}
