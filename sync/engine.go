@@ -168,7 +168,7 @@ func NewEngine(pl *Pipeline, set CatalogSet, store storage.Store, opts ...Engine
 		set:       set,
 		store:     store,
 		slots:     make(chan struct{}, 4),
-		settle:    250 * time.Millisecond,
+		settle:    500 * time.Millisecond,
 		maxSettle: 5 * time.Second,
 		regRate:   rate.Inf,
 		regBurst:  1,
