@@ -253,10 +253,9 @@ func (p *Pipeline) recordPoll(ctx context.Context, name string, poll catalog.Pol
 
 // objRec locates one parsed object in the spool.
 type objRec struct {
-	schema, pkg, name string
-	off               int64
-	n                 int
-	obj               fbc.Object // Blob cleared: only what validation needs
+	obj fbc.Object // Blob cleared: only what validation and the index need
+	off int64
+	n   int
 }
 
 // fileResult is what parsing one file produced. A parse error is kept, not
@@ -347,7 +346,7 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 				mu.Unlock()
 				return err
 			}
-			rec := objRec{schema: o.Schema, pkg: o.Package, name: o.Name, off: off, n: len(o.Blob), obj: o}
+			rec := objRec{obj: o, off: off, n: len(o.Blob)}
 			rec.obj.Blob = nil
 			fr.objs = append(fr.objs, rec)
 			return nil
@@ -495,7 +494,7 @@ func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, file
 				w.Abort()
 				return nil, &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
 			}
-			if err := w.Add(o.schema, o.pkg, o.name, b); err != nil {
+			if err := w.Add(o.obj.Schema, o.obj.Package, o.obj.Name, b); err != nil {
 				w.Abort()
 				return nil, storageError(PhaseIndexing, err)
 			}
