@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -322,67 +321,6 @@ func gunzipErr(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return io.ReadAll(z)
-}
-
-// countingStore counts the Stats and Gets made per key and the bytes read
-// from each.
-type countingStore struct {
-	storage.Store
-	mu    sync.Mutex
-	stats map[string]int
-	gets  map[string]int
-	bytes map[string]int64
-}
-
-func newCounting(s storage.Store) *countingStore {
-	c := &countingStore{Store: s}
-	c.reset()
-	return c
-}
-
-func (c *countingStore) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stats, c.gets, c.bytes = map[string]int{}, map[string]int{}, map[string]int64{}
-}
-
-// snapshot returns copies of the counters.
-func (c *countingStore) snapshot() (stats, gets map[string]int, bytes map[string]int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.stats), maps.Clone(c.gets), maps.Clone(c.bytes)
-}
-
-func (c *countingStore) Stat(ctx context.Context, key string) (storage.Info, error) {
-	c.mu.Lock()
-	c.stats[key]++
-	c.mu.Unlock()
-	return c.Store.Stat(ctx, key)
-}
-
-func (c *countingStore) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
-	c.mu.Lock()
-	c.gets[key]++
-	c.mu.Unlock()
-	rc, err := c.Store.Get(ctx, key, off, n)
-	if err != nil {
-		return nil, err
-	}
-	return &countingReader{rc, c, key}, nil
-}
-
-type countingReader struct {
-	io.ReadCloser
-	c   *countingStore
-	key string
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	r.c.mu.Lock()
-	r.c.bytes[r.key] += int64(n)
-	r.c.mu.Unlock()
-	return n, err
 }
 
 var errInjected = errors.New("injected store failure")

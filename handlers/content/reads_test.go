@@ -11,6 +11,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/storagetest"
 )
 
 // interleaved is a catalog whose packages are split into several runs, so
@@ -43,9 +44,9 @@ type reads struct {
 	bytes       map[string]int64
 }
 
-func wantReads(t *testing.T, step string, cs *countingStore, want reads) {
+func wantReads(t *testing.T, step string, cs *storagetest.Counting, want reads) {
 	t.Helper()
-	stats, gets, bytes := cs.snapshot()
+	stats, gets, bytes := cs.Snapshot()
 	if !maps.Equal(stats, want.stats) {
 		t.Errorf("%s: Stats %v, want %v", step, stats, want.stats)
 	}
@@ -57,7 +58,7 @@ func wantReads(t *testing.T, step string, cs *countingStore, want reads) {
 			t.Errorf("%s: read %d bytes of %s, want %d", step, bytes[k], k, n)
 		}
 	}
-	cs.reset()
+	cs.Reset()
 }
 
 // A cold handler answers a metas query from the pointer, meta.json, the
@@ -75,7 +76,7 @@ func TestReadsOnlyWhatIsNeeded(t *testing.T) {
 			t.Fatalf("test catalog: %d and %d runs", runs(objs, qp), runs(objs, qq))
 		}
 
-		cs := newCounting(s)
+		cs := storagetest.NewCounting(s)
 		c := serve(t, New(cs, WithPointerTTL(time.Hour)))
 		c.get("/catalogs/cat/api/v1/metas?package=p").ok(t)
 		wantReads(t, "cold", cs, reads{
@@ -114,7 +115,7 @@ func TestReadsOnlyWhatIsNeeded(t *testing.T) {
 
 		every := serve(t, New(cs, WithPointerTTL(0)))
 		every.get("/catalogs/cat/api/v1/metas?package=p").ok(t)
-		cs.reset()
+		cs.Reset()
 		every.get("/catalogs/cat/api/v1/metas?package=p").ok(t)
 		// The answer is in the response cache: only the pointer is checked.
 		wantReads(t, "warm, TTL 0", cs, reads{
@@ -156,12 +157,12 @@ func TestCacheBudget(t *testing.T) {
 			{size + size/2, "a a b a", map[string]int{"a": 2, "b": 1}},
 			{0, "a a b", map[string]int{"a": 2, "b": 1}},
 		} {
-			cs := newCounting(s)
+			cs := storagetest.NewCounting(s)
 			c := serve(t, New(cs, WithCacheSize(tc.budget), WithPointerTTL(time.Hour)))
 			for name := range strings.FieldsSeq(tc.requests) {
 				c.get("/catalogs/" + name + "/api/v1/metas?schema=olm.package").ok(t)
 			}
-			_, gets, _ := cs.snapshot()
+			_, gets, _ := cs.Snapshot()
 			for name, idx := range indexes {
 				if gets[idx] != tc.opens[name] {
 					t.Errorf("budget %d, requests %q: index of %s read %d times, want %d", tc.budget, tc.requests, name, gets[idx], tc.opens[name])
@@ -189,10 +190,10 @@ func TestReadGap(t *testing.T) {
 			}
 			off += int64(len(o.line))
 		}
-		cs := newCounting(s)
+		cs := storagetest.NewCounting(s)
 		c := serve(t, New(cs, WithReadGap(1<<20)))
 		c.get("/catalogs/cat/api/v1/metas?package=none").ok(t)
-		cs.reset()
+		cs.Reset()
 		if got := c.get("/catalogs/cat/api/v1/metas?package=p").ok(t); string(got) != string(filter(objs, q)) {
 			t.Fatalf("with a read gap: %q", got)
 		}
@@ -212,7 +213,7 @@ func TestResponseCache(t *testing.T) {
 		m, _ := store(t, s, "cat", "v1", objs)
 		content, _ := catalog.ContentKey("cat", m.Digest)
 		qp := catalog.Query{Package: "p"}
-		cs := newCounting(s)
+		cs := storagetest.NewCounting(s)
 		c := serve(t, New(cs, WithPointerTTL(0)))
 		want := filter(objs, qp)
 
@@ -227,10 +228,10 @@ func TestResponseCache(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if _, gets, _ := cs.snapshot(); gets[content] != runs(objs, qp) {
+		if _, gets, _ := cs.Snapshot(); gets[content] != runs(objs, qp) {
 			t.Fatalf("16 concurrent misses read content %d times, want one fill of %d runs", gets[content], runs(objs, qp))
 		}
-		cs.reset()
+		cs.Reset()
 		r := c.get("/catalogs/cat/api/v1/metas?package=p", "Accept-Encoding: gzip")
 		if r.header.Get("Content-Encoding") != "gzip" || r.header.Get("Content-Length") == "" {
 			t.Fatalf("gzip answer headers %v", r.header)
@@ -239,7 +240,7 @@ func TestResponseCache(t *testing.T) {
 			t.Fatalf("gzip answer: %v", err)
 		}
 		c.get("/catalogs/cat/api/v1/metas?package=p", "Accept-Encoding: gzip").ok(t)
-		if _, gets, _ := cs.snapshot(); gets[content] != runs(objs, qp) {
+		if _, gets, _ := cs.Snapshot(); gets[content] != runs(objs, qp) {
 			t.Fatalf("gzip: content read %d times for a miss and a hit, want %d", gets[content], runs(objs, qp))
 		}
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/storagetest"
 )
 
 func readAll(t *testing.T, c *Catalog) []byte {
@@ -229,7 +230,7 @@ func TestQueryReadsOnlyMatches(t *testing.T) {
 	d := digestOf("reads")
 	m := writeCatalog(t, base, "reads", d, objs)
 	publish(t, base, "reads", d, time.Now())
-	s := newCounting(base)
+	s := storagetest.NewCounting(base)
 	ctx := context.Background()
 	c, err := Open(ctx, s, "reads")
 	if err != nil {
@@ -237,10 +238,11 @@ func TestQueryReadsOnlyMatches(t *testing.T) {
 	}
 	prefix := "catalogs/reads/sha256-" + strings.TrimPrefix(d, "sha256:") + "/"
 	content := prefix + "catalog.jsonl"
-	if s.gets[content] != 0 || s.bytes[content] != 0 {
-		t.Errorf("Open read catalog.jsonl: %d Gets, %d bytes", s.gets[content], s.bytes[content])
+	if _, gets, bytes := s.Snapshot(); gets[content] != 0 || bytes[content] != 0 {
+		t.Errorf("Open read catalog.jsonl: %d Gets, %d bytes", gets[content], bytes[content])
 	}
-	for k := range s.gets {
+	_, opened, _ := s.Snapshot()
+	for k := range opened {
 		if k != prefix+"index" && k != prefix+"meta.json" && k != "catalogs/reads/current" {
 			t.Errorf("Open read %q", k)
 		}
@@ -266,7 +268,7 @@ func TestQueryReadsOnlyMatches(t *testing.T) {
 				}
 				off += n
 			}
-			s.reset()
+			s.Reset()
 			var out bytes.Buffer
 			if err := c.Query(ctx, &out, q); err != nil {
 				t.Fatal(err)
@@ -274,9 +276,10 @@ func TestQueryReadsOnlyMatches(t *testing.T) {
 			if !bytes.Equal(out.Bytes(), concat(objs, q)) {
 				t.Fatalf("Query(%+v) output differs", q)
 			}
-			if s.gets[content] != fetches || s.bytes[content] != readBytes || len(s.gets) > min(fetches, 1) {
+			_, gets, bytes := s.Snapshot()
+			if gets[content] != fetches || bytes[content] != readBytes || len(gets) > min(fetches, 1) {
 				t.Fatalf("ReadGap %d, Query(%+v): %d Gets of %d bytes (all keys %v), want %d Gets of %d bytes",
-					gap, q, s.gets[content], s.bytes[content], s.gets, fetches, readBytes)
+					gap, q, gets[content], bytes[content], gets, fetches, readBytes)
 			}
 			if gap == 0 && readBytes != int64(out.Len()) {
 				t.Fatalf("ReadGap 0 read %d bytes for %d of output", readBytes, out.Len())

@@ -10,7 +10,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -120,52 +119,6 @@ func publish(t testing.TB, s storage.Store, name, digest string, resolvedAt time
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// countingStore records, per key, the Gets made and the bytes actually
-// read from them.
-type countingStore struct {
-	storage.Store
-	mu    sync.Mutex
-	gets  map[string]int
-	bytes map[string]int64
-}
-
-func newCounting(s storage.Store) *countingStore {
-	c := &countingStore{Store: s}
-	c.reset()
-	return c
-}
-
-func (c *countingStore) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gets, c.bytes = map[string]int{}, map[string]int64{}
-}
-
-func (c *countingStore) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
-	rc, err := c.Store.Get(ctx, key, off, n)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.gets[key]++
-	c.mu.Unlock()
-	return &countingReader{rc, c, key}, nil
-}
-
-type countingReader struct {
-	io.ReadCloser
-	c   *countingStore
-	key string
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	r.c.mu.Lock()
-	r.c.bytes[r.key] += int64(n)
-	r.c.mu.Unlock()
-	return n, err
 }
 
 // faultyStore fails Put of keys with a given suffix: after failAfter bytes
