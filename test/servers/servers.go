@@ -163,7 +163,7 @@ type process struct {
 
 // envPrefixes are the inherited variables the servers read as configuration;
 // they are dropped so a developer's shell cannot change the test servers.
-var envPrefixes = []string{"REGISTRY_", "MINIO_", "OTEL_", "ETCD_", "KUBECONFIG="}
+var envPrefixes = []string{"REGISTRY_", "MINIO_", "OTEL_", "ETCD_", "KUBECONFIG=", "CATALOGSYNC_"}
 
 func (p *process) start() error {
 	p.mu.Lock()
@@ -219,6 +219,21 @@ func (p *process) stop() {
 	case <-time.After(10 * time.Second):
 	}
 	signalGroup(cmd, true) // also reaps children that outlived the leader
+	<-done
+	p.mu.Lock()
+	p.cmd, p.done = nil, nil
+	p.mu.Unlock()
+}
+
+// kill sends SIGKILL to the process group and waits for the leader to exit.
+func (p *process) kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	signalGroup(cmd, true)
 	<-done
 	p.mu.Lock()
 	p.cmd, p.done = nil, nil

@@ -1,0 +1,140 @@
+package servers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// RaceEnv, when set to 1, builds the catalogsync binary the tests start
+// with the race detector, so end-to-end runs check the service too.
+const RaceEnv = "CATALOGSYNC_E2E_RACE"
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// CatalogsyncBinary builds ./cmd/catalogsync from this repository once per
+// test binary (into a temp dir that lives as long as the test binary) and
+// returns its path. End-to-end tests run the service as its own process so
+// that kill -9, restarts and memory are those of the real thing.
+func CatalogsyncBinary(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		script, err := toolsScript()
+		if err != nil {
+			built.err = err
+			return
+		}
+		root := filepath.Dir(filepath.Dir(script))
+		dir, err := os.MkdirTemp("", "catalogsync-bin-*")
+		if err != nil {
+			built.err = err
+			return
+		}
+		p := filepath.Join(dir, "catalogsync")
+		args := []string{"build", "-o", p}
+		if os.Getenv(RaceEnv) == "1" {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "./cmd/catalogsync")...)
+		cmd.Dir = root
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			built.err = fmt.Errorf("go build ./cmd/catalogsync: %v\n%s", err, out.Bytes())
+			return
+		}
+		built.path = p
+	})
+	if built.err != nil {
+		t.Fatalf("servers: %v", built.err)
+	}
+	return built.path
+}
+
+// Catalogsync is a `catalogsync serve` process on 127.0.0.1.
+type Catalogsync struct {
+	Addr    string // 127.0.0.1:port
+	URL     string // http://127.0.0.1:port
+	LogPath string
+
+	t    testing.TB
+	mu   sync.Mutex
+	proc *process
+}
+
+const catalogsyncReadyTimeout = 60 * time.Second
+
+// StartCatalogsync runs `catalogsync serve` with args (without --addr: it
+// gets a free port) and env added to the environment, and waits until
+// /readyz answers. It logs at debug level to a file in t.TempDir().
+// t.Cleanup stops it.
+func StartCatalogsync(t testing.TB, args []string, env ...string) *Catalogsync {
+	t.Helper()
+	bin := CatalogsyncBinary(t)
+	dir := t.TempDir()
+	c := &Catalogsync{t: t, LogPath: filepath.Join(dir, "catalogsync.log")}
+	p, err := launch(1, func(ports []int) *process {
+		c.Addr = "127.0.0.1:" + strconv.Itoa(ports[0])
+		c.URL = "http://" + c.Addr
+		return &process{
+			name:      "catalogsync",
+			path:      bin,
+			args:      append([]string{"serve", "--addr", c.Addr, "--log-level", "debug"}, args...),
+			env:       env,
+			logPath:   c.LogPath,
+			boundLine: "addr=" + c.Addr,
+		}
+	}, catalogsyncReadyTimeout, c.ready)
+	if err != nil {
+		t.Fatalf("servers: starting catalogsync: %v", err)
+	}
+	c.proc = p
+	t.Cleanup(func() { p.cleanup(t) })
+	return c
+}
+
+func (c *Catalogsync) ready(ctx context.Context) error {
+	return httpReady(plainClient, c.URL+"/readyz", nil)(ctx)
+}
+
+// Stop stops the service cleanly (SIGTERM: in-flight syncs are cancelled).
+func (c *Catalogsync) Stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.proc.stop()
+}
+
+// Kill kills the service with SIGKILL, as an OOM kill or a node loss would:
+// nothing of it runs after this returns.
+func (c *Catalogsync) Kill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.proc.kill()
+}
+
+// Start starts a stopped or killed service again, same port and arguments.
+func (c *Catalogsync) Start() {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.proc.restart(catalogsyncReadyTimeout, c.ready); err != nil {
+		c.t.Fatalf("servers: restarting catalogsync: %v", err)
+	}
+}
+
+// Log returns everything the service logged, over all its runs.
+func (c *Catalogsync) Log() string {
+	b, _ := os.ReadFile(c.LogPath)
+	return string(b)
+}
