@@ -36,6 +36,8 @@ type serveFlags struct {
 	regBurst  int
 	pollEvery time.Duration
 	gcEvery   time.Duration
+	gcKeep    int
+	gcGrace   time.Duration
 
 	clusterCatalogs bool
 	kubeconfig      string
@@ -54,6 +56,8 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig for --clustercatalogs; the in-cluster service account when empty (env KUBECONFIG)")
 	fset.StringVar(&f.eventSink, "event-sink", "", "URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (env CATALOGSYNC_EVENT_SINK, else K_SINK as a Knative SinkBinding sets it)")
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
+	fset.IntVar(&f.gcKeep, "gc-keep", envInt("CATALOGSYNC_GC_KEEP", catalog.DefaultKeep), "non-current digests GC keeps per catalog besides the current one (env CATALOGSYNC_GC_KEEP)")
+	fset.DurationVar(&f.gcGrace, "gc-grace", envDuration("CATALOGSYNC_GC_GRACE", catalog.DefaultGrace), "how long content must be out of reach before GC deletes it, so readers that found it finish (env CATALOGSYNC_GC_GRACE)")
 }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -203,7 +207,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		engine.RunScheduler(ctx, sf.pollEvery)
 	}()
 	if sf.gcEvery > 0 {
-		go runGC(ctx, log, store, gcNames, sf.gcEvery)
+		go runGC(ctx, log, store, gcNames, sf.gcEvery, sf.gcPolicy())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -280,9 +284,22 @@ func (w webhookCatalogs) Catalogs() []webhook.Catalog {
 	return out
 }
 
+// gcPolicy maps the flags to GCOptions, whose zero values mean defaults:
+// 0 given on the command line means none.
+func (f *serveFlags) gcPolicy() catalog.GCOptions {
+	o := catalog.GCOptions{Keep: f.gcKeep, Grace: f.gcGrace}
+	if o.Keep == 0 {
+		o.Keep = -1
+	}
+	if o.Grace == 0 {
+		o.Grace = -1
+	}
+	return o
+}
+
 // runGC deletes, every interval, content that no configured catalog
 // needs any more, with the default keep and grace policy.
-func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs func() ([]string, bool), every time.Duration) {
+func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs func() ([]string, bool), every time.Duration, policy catalog.GCOptions) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -297,7 +314,9 @@ func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs 
 		if !ok {
 			continue
 		}
-		rep, err := catalog.GC(ctx, store, catalog.GCOptions{Catalogs: names, Log: log})
+		opts := policy
+		opts.Catalogs, opts.Log = names, log
+		rep, err := catalog.GC(ctx, store, opts)
 		if err != nil {
 			log.Warn("gc", "err", err)
 			continue
