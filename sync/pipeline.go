@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +78,9 @@ type Pipeline struct {
 	tmpDir  string
 	log     *slog.Logger
 	now     func() time.Time
+
+	holder   catalog.LeaseHolder
+	leaseTTL time.Duration
 }
 
 // PipelineOption configures a Pipeline.
@@ -114,6 +118,22 @@ func WithTempDir(dir string) PipelineOption { return func(p *Pipeline) { p.tmpDi
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) PipelineOption { return func(p *Pipeline) { p.log = l } }
 
+// WithReplica names this replica in the store's sync leases (default: the
+// host name). Replicas sharing a store need distinct names; a restarted
+// replica keeps its name, so it takes over the lease its predecessor held.
+func WithReplica(id string) PipelineOption {
+	return func(p *Pipeline) {
+		if id != "" {
+			p.holder.Replica = id
+		}
+	}
+}
+
+// WithLeaseTTL sets how long a sync lease lasts unrenewed (default
+// catalog.DefaultLeaseTTL): how long a replica that died mid-sync delays
+// the others.
+func WithLeaseTTL(d time.Duration) PipelineOption { return func(p *Pipeline) { p.leaseTTL = d } }
+
 // WithClock replaces time.Now (tests).
 func WithClock(now func() time.Time) PipelineOption { return func(p *Pipeline) { p.now = now } }
 
@@ -132,6 +152,7 @@ func NewPipeline(src *source.Source, store storage.Store, opts ...PipelineOption
 		inline: 4 << 20,
 		log:    slog.New(slog.DiscardHandler),
 		now:    time.Now,
+		holder: catalog.LeaseHolder{Replica: defaultReplica(), Instance: rand.Text()[:12]},
 	}
 	for _, fn := range opts {
 		fn(p)
@@ -196,10 +217,15 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 		}
 	}
 	pointer := catalog.Pointer{Digest: resolved.Digest, Ref: c.Image, ResolvedRef: resolved.Ref, ResolvedAt: poll.Time}
-	if meta, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest); err != nil {
-		return res, storageError(PhaseResolving, err)
-	} else if ok {
-		t = p.now()
+	reuse := func() (Result, error) {
+		meta, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest)
+		if err == nil && !ok {
+			err = fmt.Errorf("content of %s deleted while in use", resolved.Digest)
+		}
+		if err != nil {
+			return res, storageError(PhaseResolving, err)
+		}
+		t := p.now()
 		rep.emit(Event{Phase: PhasePublishing})
 		if err := p.publish(ctx, c.Name, pointer); err != nil {
 			return res, err
@@ -209,10 +235,33 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 		p.recordPoll(ctx, c.Name, poll)
 		return res, nil
 	}
+	if _, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest); err != nil {
+		return res, storageError(PhaseResolving, err)
+	} else if ok {
+		return reuse()
+	}
 
-	meta, pulled, err := p.pull(ctx, c, resolved, rep, phase)
+	// Replicas sharing the store all hear the same webhook: one pulls,
+	// the others wait for its content instead of writing it again.
+	lease, err := p.lease(ctx, c.Name, resolved.Digest)
+	if err != nil {
+		return res, err
+	}
+	if lease == nil {
+		return reuse()
+	}
+	defer lease.Release(ctx)
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(lease.Context(), func() { cancel(context.Cause(lease.Context())) })
+	defer stop()
+
+	meta, pulled, err := p.pull(lctx, c, resolved, rep, phase)
 	res.BytesPulled = pulled
 	if err != nil {
+		if cause := context.Cause(lctx); errors.Is(cause, catalog.ErrLeaseLost) && ctx.Err() == nil {
+			return res, storageError(PhasePulling, cause)
+		}
 		return res, err
 	}
 	t = p.now()
@@ -225,6 +274,47 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 	res.Action, res.Meta = ActionPublished, meta
 	p.recordPoll(ctx, c.Name, poll)
 	return res, nil
+}
+
+// lease takes the catalog's sync lease, waiting while another replica
+// holds it. It returns nil when the digest's content appeared meanwhile
+// (the other replica wrote it).
+func (p *Pipeline) lease(ctx context.Context, name, digest string) (*catalog.Lease, error) {
+	logged := false
+	for {
+		l, holder, err := catalog.AcquireLease(ctx, p.store, name, digest, p.holder, p.leaseTTL)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, catalog.ErrLeaseHeld) {
+			return nil, storageError(PhasePulling, err)
+		}
+		if !logged {
+			p.log.Info("another replica is syncing this catalog; waiting for it", "catalog", name,
+				"replica", holder.Replica, "itsDigest", holder.Digest, "digest", digest)
+			logged = true
+		}
+		if _, ok, err := catalog.HasContent(ctx, p.store, name, digest); err == nil && ok {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, &Error{Phase: PhasePulling, Reason: ReasonCanceled, Retryable: true, Err: ctx.Err()}
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// defaultReplica names this replica when WithReplica is not given: the pod
+// name in Kubernetes, else the host name.
+func defaultReplica() string {
+	if n := os.Getenv("POD_NAME"); n != "" {
+		return n
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "catalogsync"
 }
 
 func (p *Pipeline) publish(ctx context.Context, name string, ptr catalog.Pointer) error {

@@ -107,6 +107,7 @@ type commonFlags struct {
 	tmpDir    string
 	logLevel  string
 	noDocker  bool
+	replica   string
 }
 
 func (c *commonFlags) register(fset *flag.FlagSet) {
@@ -117,6 +118,7 @@ func (c *commonFlags) register(fset *flag.FlagSet) {
 	fset.StringVar(&c.tmpDir, "tmp-dir", envOr("CATALOGSYNC_TMP_DIR", ""), "directory for the spool file while a sync runs (env CATALOGSYNC_TMP_DIR; default the system temp dir)")
 	fset.StringVar(&c.logLevel, "log-level", envOr("CATALOGSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (env CATALOGSYNC_LOG_LEVEL)")
 	fset.BoolVar(&c.noDocker, "no-docker-config", false, "do not read registry credentials from the docker config")
+	fset.StringVar(&c.replica, "replica-id", envOr("CATALOGSYNC_REPLICA_ID", ""), "this replica's name in the store's sync leases, distinct per replica sharing a store and kept across restarts (env CATALOGSYNC_REPLICA_ID; default $POD_NAME, else the host name)")
 }
 
 func (c *commonFlags) hosts(extra []source.Host) []source.Host {
@@ -148,7 +150,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 	if err != nil {
 		return nil, nil, err
 	}
-	return csync.NewPipeline(src, store, csync.WithTempDir(c.tmpDir), csync.WithLogger(log)), src, nil
+	return csync.NewPipeline(src, store, csync.WithTempDir(c.tmpDir), csync.WithLogger(log), csync.WithReplica(c.replica)), src, nil
 }
 
 func openStore(dir string) (storage.Store, string, error) {

@@ -1,0 +1,178 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage"
+)
+
+// leaseFile is catalogs/<name>/syncing: which replica is pulling which
+// digest of the catalog, so replicas sharing a store that all receive the
+// same webhook pull and write a digest once. GC ignores it (it is not a
+// digest directory) until the catalog itself is removed.
+const leaseFile = "syncing"
+
+// DefaultLeaseTTL is how long a lease lasts without renewal: a replica that
+// dies holding one delays the others by at most this much (its own restart
+// takes it over at once).
+const DefaultLeaseTTL = 15 * time.Second
+
+var (
+	// ErrLeaseHeld is returned by AcquireLease while another live replica
+	// holds the catalog's lease.
+	ErrLeaseHeld = errors.New("another replica is syncing this catalog")
+	// ErrLeaseLost is the cause of a held lease's context when another
+	// replica took it over (renewals failed for longer than the TTL).
+	ErrLeaseLost = errors.New("sync lease lost to another replica")
+)
+
+// LeaseHolder names a lease's owner: Replica is stable across restarts
+// (pod name), Instance differs for each process, so a restarted replica
+// recognises a lease its dead predecessor left.
+type LeaseHolder struct {
+	Replica  string `json:"replica"`
+	Instance string `json:"instance"`
+}
+
+// LeaseRecord is the stored lease.
+type LeaseRecord struct {
+	LeaseHolder
+	Digest  string    `json:"digest"`
+	Expires time.Time `json:"expires"`
+}
+
+// Lease is a lease this process holds. Its context is cancelled (cause
+// ErrLeaseLost) if it is lost; Release ends it.
+type Lease struct {
+	s      storage.Store
+	key    string
+	rec    LeaseRecord
+	ttl    time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	etag   string // owned by the renewing goroutine until done closes
+}
+
+// AcquireLease takes name's lease for digest, for ttl (0: DefaultLeaseTTL),
+// and keeps renewing it until Release. It fails with ErrLeaseHeld (and
+// returns the holder's record) while another replica's lease is live.
+// Expired leases, and leases of an earlier process of the same replica,
+// are taken over.
+func AcquireLease(ctx context.Context, s storage.Store, name, digest string, h LeaseHolder, ttl time.Duration) (*Lease, LeaseRecord, error) {
+	if err := checkName(name); err != nil {
+		return nil, LeaseRecord{}, err
+	}
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	key := catalogPrefix(name) + leaseFile
+	for range 10 {
+		cur, etag, err := readLease(ctx, s, key)
+		switch {
+		case errors.Is(err, storage.ErrNotExist):
+			etag = ""
+		case errors.Is(err, ErrCorrupt):
+			// Garbage is replaced under the same compare-and-swap.
+		case err != nil:
+			return nil, LeaseRecord{}, err
+		case cur.Replica != h.Replica && time.Now().Before(cur.Expires):
+			return nil, cur, fmt.Errorf("catalog: %s: %w (%s, digest %s, until %s)", name, ErrLeaseHeld,
+				cur.Replica, cur.Digest, cur.Expires.Format(time.RFC3339))
+		}
+		rec := LeaseRecord{LeaseHolder: h, Digest: digest, Expires: time.Now().Add(ttl)}
+		in, err := s.PutIf(ctx, key, leaseData(rec), etag)
+		if errors.Is(err, storage.ErrPrecondition) {
+			continue // someone else wrote it between the read and the swap
+		}
+		if err != nil {
+			return nil, LeaseRecord{}, fmt.Errorf("catalog: %s: %w", key, err)
+		}
+		l := &Lease{s: s, key: key, rec: rec, ttl: ttl, etag: in.ETag, done: make(chan struct{})}
+		l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		go l.renew()
+		return l, rec, nil
+	}
+	return nil, LeaseRecord{}, fmt.Errorf("catalog: %s: too much contention: %w", key, storage.ErrPrecondition)
+}
+
+// Context is cancelled when the lease is lost or released.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+func (l *Lease) renew() {
+	defer close(l.done)
+	t := time.NewTicker(l.ttl / 3)
+	defer t.Stop()
+	lastOK := time.Now()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		}
+		rec := l.rec
+		rec.Expires = time.Now().Add(l.ttl)
+		ctx, cancel := context.WithTimeout(l.ctx, l.ttl/3)
+		in, err := l.s.PutIf(ctx, l.key, leaseData(rec), l.etag)
+		cancel()
+		switch {
+		case err == nil:
+			l.etag, lastOK = in.ETag, time.Now()
+		case errors.Is(err, storage.ErrPrecondition):
+			l.cancel(ErrLeaseLost)
+			return
+		case time.Since(lastOK) > l.ttl:
+			// The store was unreachable for a whole TTL: another replica
+			// may have taken over, so stop rather than write twice.
+			l.cancel(fmt.Errorf("%w: renewals failing: %v", ErrLeaseLost, err))
+			return
+		}
+	}
+}
+
+// Release ends the lease: it is marked expired (only if still ours), so a
+// waiting replica goes on at once.
+func (l *Lease) Release(ctx context.Context) {
+	l.cancel(nil)
+	<-l.done
+	rec := l.rec
+	rec.Expires = time.Time{}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = l.s.PutIf(ctx, l.key, leaseData(rec), l.etag)
+}
+
+// ReadLease returns name's lease record (expired ones too), or an error
+// wrapping storage.ErrNotExist.
+func ReadLease(ctx context.Context, s storage.Store, name string) (LeaseRecord, error) {
+	if err := checkName(name); err != nil {
+		return LeaseRecord{}, err
+	}
+	rec, _, err := readLease(ctx, s, catalogPrefix(name)+leaseFile)
+	return rec, err
+}
+
+func readLease(ctx context.Context, s storage.Store, key string) (LeaseRecord, string, error) {
+	st, err := s.Stat(ctx, key)
+	if err != nil {
+		return LeaseRecord{}, "", fmt.Errorf("catalog: %s: %w", key, err)
+	}
+	b, err := readSmall(ctx, s, key)
+	if err != nil {
+		return LeaseRecord{}, "", fmt.Errorf("catalog: %s: %w", key, err)
+	}
+	var rec LeaseRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return LeaseRecord{}, st.ETag, fmt.Errorf("catalog: %s: %w: %v", key, ErrCorrupt, err)
+	}
+	return rec, st.ETag, nil
+}
+
+func leaseData(r LeaseRecord) []byte {
+	b, _ := json.Marshal(r)
+	return append(b, '\n')
+}
