@@ -79,8 +79,9 @@ type Pipeline struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	holder   catalog.LeaseHolder
-	leaseTTL time.Duration
+	holder    catalog.LeaseHolder
+	leaseTTL  time.Duration
+	onPublish func(name string)
 }
 
 // PipelineOption configures a Pipeline.
@@ -133,6 +134,11 @@ func WithReplica(id string) PipelineOption {
 // catalog.DefaultLeaseTTL): how long a replica that died mid-sync delays
 // the others.
 func WithLeaseTTL(d time.Duration) PipelineOption { return func(p *Pipeline) { p.leaseTTL = d } }
+
+// WithOnPublish calls f right after a sync moved (or found) the catalog's
+// pointer, before its Published event goes to observers: a server drops
+// its cached copy there, so nobody told "published" reads the old one.
+func WithOnPublish(f func(name string)) PipelineOption { return func(p *Pipeline) { p.onPublish = f } }
 
 // WithClock replaces time.Now (tests).
 func WithClock(now func() time.Time) PipelineOption { return func(p *Pipeline) { p.now = now } }
@@ -322,13 +328,15 @@ func (p *Pipeline) publish(ctx context.Context, name string, ptr catalog.Pointer
 		ptr.PublishedAt = p.now()
 	}
 	if err := catalog.Publish(ctx, p.store, name, ptr); err != nil {
-		if errors.Is(err, catalog.ErrStale) {
-			// Another replica published a newer resolution meanwhile;
-			// moving the pointer back would be wrong, and nothing failed.
-			p.log.Info("newer resolution already published", "catalog", name, "digest", ptr.Digest)
-			return nil
+		if !errors.Is(err, catalog.ErrStale) {
+			return storageError(PhasePublishing, err)
 		}
-		return storageError(PhasePublishing, err)
+		// Another replica published a newer resolution meanwhile;
+		// moving the pointer back would be wrong, and nothing failed.
+		p.log.Info("newer resolution already published", "catalog", name, "digest", ptr.Digest)
+	}
+	if p.onPublish != nil {
+		p.onPublish(name)
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
 }
 
-func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host) (*csync.Pipeline, *source.Source, error) {
+func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...csync.PipelineOption) (*csync.Pipeline, *source.Source, error) {
 	src, err := source.New(
 		source.WithPlatform(c.platform),
 		source.WithHosts(c.hosts(extraHosts)...),
@@ -150,7 +150,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 	if err != nil {
 		return nil, nil, err
 	}
-	return csync.NewPipeline(src, store, csync.WithTempDir(c.tmpDir), csync.WithLogger(log), csync.WithReplica(c.replica)), src, nil
+	return csync.NewPipeline(src, store, append([]csync.PipelineOption{csync.WithTempDir(c.tmpDir), csync.WithLogger(log), csync.WithReplica(c.replica)}, opts...)...), src, nil
 }
 
 func openStore(dir string) (storage.Store, string, error) {

@@ -104,7 +104,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if _, err := store.List(ctx, "catalogs/"); err != nil {
 		return fmt.Errorf("store %s is not usable: %w", dir, err)
 	}
-	pl, src, err := cf.pipeline(log, store, cfg.Registries)
+	// The content handler is made after the pipeline, which tells it of
+	// its own publishes.
+	var contentH *content.Handler
+	pl, src, err := cf.pipeline(log, store, cfg.Registries, csync.WithOnPublish(func(name string) {
+		if contentH != nil {
+			contentH.Invalidate(name)
+		}
+	}))
 	if err != nil {
 		return err
 	}
@@ -177,7 +184,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		// availabilityMode: Unavailable -> 404, as catalogd.
 		contentOpts = append(contentOpts, content.WithAvailability(ccSrc.Available))
 	}
-	content.New(store, contentOpts...).Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+	contentH = content.New(store, contentOpts...)
+	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas}
 	if err := mountTriggers(r, cfg, engine, set, m, log); err != nil {
 		return err
 	}
