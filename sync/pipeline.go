@@ -290,6 +290,15 @@ func (p *Pipeline) lease(ctx context.Context, name, digest string) (*catalog.Lea
 	for {
 		l, holder, err := catalog.AcquireLease(ctx, p.store, name, digest, p.holder, p.leaseTTL)
 		if err == nil {
+			// The previous holder may have written this very digest
+			// between our first look and now.
+			if _, ok, err := catalog.HasContent(ctx, p.store, name, digest); err != nil || ok {
+				l.Release(ctx)
+				if err != nil {
+					return nil, storageError(PhasePulling, err)
+				}
+				return nil, nil
+			}
 			return l, nil
 		}
 		if !errors.Is(err, catalog.ErrLeaseHeld) {
