@@ -81,11 +81,41 @@ const catalogsyncReadyTimeout = 60 * time.Second
 // t.Cleanup stops it.
 func StartCatalogsync(t testing.TB, args []string, env ...string) *Catalogsync {
 	t.Helper()
+	return startCatalogsync(t, "", args, env)
+}
+
+// StartCatalogsyncAt is StartCatalogsync on a given address, for tests that
+// must tell another server (a registry's notifications) where it will
+// listen before it starts; see FreeAddr.
+func StartCatalogsyncAt(t testing.TB, addr string, args []string, env ...string) *Catalogsync {
+	t.Helper()
+	return startCatalogsync(t, addr, args, env)
+}
+
+// FreeAddr returns a 127.0.0.1 address that was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(ports[0])
+}
+
+func startCatalogsync(t testing.TB, addr string, args, env []string) *Catalogsync {
+	t.Helper()
 	bin := CatalogsyncBinary(t)
 	dir := t.TempDir()
 	c := &Catalogsync{t: t, LogPath: filepath.Join(dir, "catalogsync.log")}
-	p, err := launch(1, func(ports []int) *process {
-		c.Addr = "127.0.0.1:" + strconv.Itoa(ports[0])
+	nPorts := 1
+	if addr != "" {
+		nPorts = 0 // a fixed address: nothing to retry on
+	}
+	p, err := launch(nPorts, func(ports []int) *process {
+		c.Addr = addr
+		if addr == "" {
+			c.Addr = "127.0.0.1:" + strconv.Itoa(ports[0])
+		}
 		c.URL = "http://" + c.Addr
 		return &process{
 			name:      "catalogsync",

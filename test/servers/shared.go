@@ -9,6 +9,9 @@ import (
 var shared struct {
 	once  sync.Once
 	minio *MinIO
+
+	kubeOnce sync.Once
+	kube     *KubeAPIServer
 }
 
 // SharedMinIO returns one MinIO for the whole test binary, started by the
@@ -22,6 +25,18 @@ func SharedMinIO(t testing.TB) *MinIO {
 		t.Fatal("shared MinIO failed to start (see the first test that asked for it)")
 	}
 	return shared.minio
+}
+
+// SharedKube returns one etcd + kube-apiserver for the whole test binary,
+// started by the first caller. Tests sharing it must clean up the objects
+// they create. Tests that stop or restart the apiserver start their own.
+func SharedKube(t testing.TB) *KubeAPIServer {
+	t.Helper()
+	shared.kubeOnce.Do(func() { shared.kube = StartKube(processLifetime{t}) })
+	if shared.kube == nil {
+		t.Fatal("shared kube-apiserver failed to start (see the first test that asked for it)")
+	}
+	return shared.kube
 }
 
 // processLifetime lets a server outlive the test that starts it: no
