@@ -425,3 +425,42 @@ func jsonLines(b []byte) error {
 		}
 	}
 }
+
+// transition is a change of a ClusterCatalog's Progressing condition.
+type transition struct {
+	at              time.Duration // since the recorder started
+	reason, message string
+}
+
+// recordProgressing polls name's Progressing condition every 50 ms until
+// stop is called and returns every distinct (reason, message) it saw.
+func (s *stack) recordProgressing(name string) (stop func() []transition) {
+	start := time.Now()
+	var out []transition
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			u, err := s.dyn.Resource(status.GVR).Get(ctx, name, metav1.GetOptions{})
+			cancel()
+			if err == nil {
+				c := parseStatus(u).cond("Progressing")
+				if n := len(out); n == 0 || out[n-1].reason != c.Reason || out[n-1].message != c.Message {
+					out = append(out, transition{time.Since(start), c.Reason, c.Message})
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []transition {
+		close(done)
+		<-finished
+		return out
+	}
+}
