@@ -25,6 +25,9 @@ import (
 // only thing that can go stale. A publish completed at t is therefore seen
 // by every request starting after t+ttl, on every replica, except a request
 // that joins a check already in flight, which sees what that check reads.
+// A check that fails (the store unreachable) keeps serving the entry for
+// another ttl: what was served stays served through a store outage, as far
+// as its content is in the response cache or readable.
 type cache struct {
 	store   storage.Store
 	max     int64
@@ -38,6 +41,9 @@ type cache struct {
 
 	// flights collapses concurrent checks and opens of one catalog.
 	flights singleflight.Group
+	// onStale is told when a cached catalog is served because its
+	// pointer could not be checked.
+	onStale func(name string, err error)
 }
 
 type entry struct {
@@ -116,7 +122,14 @@ func (c *cache) load(ctx context.Context, name string) (*catalog.Catalog, error)
 			c.remove(name, e.cat)
 			return nil, err
 		case err != nil:
-			return nil, err
+			// The store is unreachable: keep serving what was served
+			// (stale-if-error) and check again after another ttl, rather
+			// than failing every request or hammering the store.
+			e.checked.Store(start.UnixNano())
+			if c.onStale != nil {
+				c.onStale(name, err)
+			}
+			return e.cat, nil
 		case st.ETag == e.etag:
 			e.checked.Store(start.UnixNano())
 			return e.cat, nil

@@ -173,6 +173,9 @@ func New(store storage.Store, opts ...Option) *Handler {
 		cache:     newCache(store, cfg.cacheSize, cfg.ttl, cfg.readGap),
 		responses: newRespCache(cfg.respSize),
 	}
+	h.cache.onStale = func(name string, err error) {
+		h.log.Warn("content: store unreachable, serving the cached catalog", "catalog", name, "err", err)
+	}
 	h.router = h.routes(h.basePath)
 	return h
 }

@@ -50,7 +50,9 @@ func TestStorageErrors(t *testing.T) {
 			{"meta unreadable", false, func(_, key string, _ int) bool { return strings.HasSuffix(key, "meta.json") }, 503},
 			{"index unreadable", false, func(_, key string, _ int) bool { return strings.HasSuffix(key, "/index") }, 503},
 			{"content unreadable", false, func(_, key string, _ int) bool { return strings.HasSuffix(key, ".jsonl") }, 503},
-			{"pointer check fails", true, func(op, _ string, _ int) bool { return op == "stat" }, 503},
+			// Stale-if-error: what was served stays served while the
+			// pointer cannot be checked.
+			{"pointer check fails", true, func(op, _ string, _ int) bool { return op == "stat" }, 200},
 			{"content unreadable, warm", true, func(_, key string, _ int) bool { return strings.HasSuffix(key, ".jsonl") }, 503},
 		} {
 			for _, path := range endpoints {
@@ -69,7 +71,11 @@ func TestStorageErrors(t *testing.T) {
 				if tc.code == 503 && r.header.Get("Retry-After") == "" {
 					t.Errorf("%s: %s: 503 without Retry-After", tc.name, path)
 				}
-				if len(rec.at(slog.LevelError)) != 1 {
+				if tc.code == 200 {
+					if len(rec.at(slog.LevelWarn)) != 1 || len(rec.at(slog.LevelError)) != 0 {
+						t.Errorf("%s: %s: logged warnings %q errors %q, want one warning", tc.name, path, rec.at(slog.LevelWarn), rec.at(slog.LevelError))
+					}
+				} else if len(rec.at(slog.LevelError)) != 1 {
 					t.Errorf("%s: %s: logged errors %q, want one", tc.name, path, rec.at(slog.LevelError))
 				}
 				// Failures are not cached: the store back, the catalog is

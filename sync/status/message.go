@@ -127,6 +127,12 @@ var (
 	reTime      = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?`)
 	reSpool     = regexp.MustCompile(`\S*catalogsync-spool-\S*`)
 	reSpace     = regexp.MustCompile(`\s+`)
+	// S3 multipart upload ids and the query of a request URL (upload ids,
+	// part numbers, signatures) differ on every attempt.
+	reUploadID = regexp.MustCompile(`(?i)\bupload ?id[:= ]+[\w.+/=-]+`)
+	reQuery    = regexp.MustCompile(`(https?://[^\s"?]+)\?[^\s"]*`)
+	// The AWS SDK's empty identifiers of a response that never came.
+	reEmptyIDs = regexp.MustCompile(`(?:StatusCode: 0, )?RequestID: , HostID: ,? ?`)
 	tempDirRe   = tempDirPattern()
 )
 
@@ -148,6 +154,9 @@ func tempDirPattern() *regexp.Regexp {
 // temporary paths), collapses white space and trims trailing separators.
 func Sanitize(msg string) string {
 	msg = reLocalAddr.ReplaceAllString(msg, "$1 ")
+	msg = reEmptyIDs.ReplaceAllString(msg, "")
+	msg = reUploadID.ReplaceAllString(msg, "upload id <id>")
+	msg = reQuery.ReplaceAllString(msg, "$1")
 	msg = reRequestID.ReplaceAllString(msg, "$1$2<id>")
 	msg = reUUID.ReplaceAllString(msg, "<id>")
 	msg = reTime.ReplaceAllString(msg, "<time>")

@@ -62,6 +62,15 @@ func TestFailureMessageIsStable(t *testing.T) {
 	if a != want {
 		t.Fatalf("got  %q\nwant %q", a, want)
 	}
+	// A failed S3 multipart upload: the upload id and the request's query
+	// change every attempt.
+	s3err := func(id string, part int) string {
+		return failureMessage(&csync.Error{Phase: csync.PhaseIndexing, Reason: csync.ReasonStorage, Retryable: true, Err: fmt.Errorf(
+			`s3: put "c/catalog.jsonl": upload multipart failed, upload id: %s, cause: operation error S3: UploadPart, exceeded maximum number of attempts, 3, https response error StatusCode: 0, RequestID: , HostID: , request send failed, Put "http://store.example.test:9000/b/c/catalog.jsonl?partNumber=%d&uploadId=%s&x-id=UploadPart": connection reset by peer`, id, part, id)})
+	}
+	if a, b := s3err("Yzg1ZmE3MzItNTQ0M", 1), s3err("QmffpGV689CgFpceP", 2); a != b || strings.Contains(a, "RequestID") || !strings.Contains(a, "store.example.test:9000/b/c/catalog.jsonl") {
+		t.Fatalf("S3 messages:\n%s\n%s", a, b)
+	}
 	// What tells causes apart stays.
 	if c := failureMessage(&csync.Error{Phase: csync.PhaseResolving, Reason: csync.ReasonRegistry, Err: errors.New("HEAD registry.example.test:5000/x:v1: 401 Unauthorized")}); !strings.Contains(c, "registry.example.test:5000") || !strings.Contains(c, "401") {
 		t.Fatalf("lost the host or the status: %q", c)

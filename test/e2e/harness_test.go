@@ -56,6 +56,7 @@ type options struct {
 	ownMinIO  bool     // a MinIO this test may stop
 	args      []string // more serve flags, for every replica
 	noReplica bool     // start no replica: the test starts them (StartReplica)
+	s3Proxy   bool     // replicas reach MinIO through a proxy (s.s3Proxy)
 }
 
 // stack is one scenario's servers: the cluster and MinIO may be shared with
@@ -68,6 +69,7 @@ type stack struct {
 	reg      *servers.Registry
 	proxy    *servers.Proxy // pulls go through it; pushes go to reg directly
 	minio    *servers.MinIO
+	s3Proxy  *servers.Proxy // with options.s3Proxy
 	bucket   string
 	store    storage.Store // the bucket, read directly by the test
 	rc       *regclient.RegClient
@@ -145,12 +147,17 @@ webhooks:
 	}
 	s.store = st
 
+	s3Endpoint := s.minio.Endpoint
+	if o.s3Proxy {
+		s.s3Proxy = servers.NewProxy(t, s.minio.Endpoint)
+		s3Endpoint = s.s3Proxy.URL
+	}
 	for i, addr := range s.addrs {
 		args := []string{
 			"--config", cfg,
 			"--clustercatalogs", "--kubeconfig", s.kube.Kubeconfig,
 			"--base-url", "http://" + addr,
-			"--s3-bucket", s.bucket, "--s3-endpoint", s.minio.Endpoint, "--s3-region", s.minio.Region, "--s3-path-style",
+			"--s3-bucket", s.bucket, "--s3-endpoint", s3Endpoint, "--s3-region", s.minio.Region, "--s3-path-style",
 			"--no-docker-config", "--poll-check-interval", "1h",
 			"--replica-id", fmt.Sprintf("replica-%d", i),
 			"--tmp-dir", t.TempDir(),

@@ -113,6 +113,7 @@ func (r *readers) one(url string) {
 		r.broken = append(r.broken, fmt.Sprintf("%s: body cut after %d bytes: %v", url, len(body), err))
 	case resp.StatusCode != http.StatusOK:
 		r.status[resp.StatusCode]++
+		defer time.Sleep(20 * time.Millisecond) // failing fast: do not spin
 	default:
 		if err := jsonLines(body); err != nil {
 			r.broken = append(r.broken, fmt.Sprintf("%s: %d bytes: %v", url, len(body), err))

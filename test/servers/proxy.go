@@ -414,6 +414,47 @@ func (w *throttleWriter) Write(b []byte) (int, error) {
 
 func (w *throttleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// ThrottleUpload forwards the request with its body read at about
+// bytesPerSec: a slow link towards the server (an object store taking an
+// upload).
+func ThrottleUpload(bytesPerSec int64) Fault {
+	return func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r = r.Clone(r.Context())
+			r.Body = &throttleReader{ReadCloser: r.Body, ctx: r.Context(), rate: bytesPerSec}
+		}
+		next.ServeHTTP(w, r)
+	}
+}
+
+type throttleReader struct {
+	io.ReadCloser
+	ctx   context.Context
+	rate  int64
+	start time.Time
+	read  int64
+}
+
+func (t *throttleReader) Read(b []byte) (int, error) {
+	if t.start.IsZero() {
+		t.start = time.Now()
+	}
+	b = b[:min(int64(len(b)), max(t.rate/20, 1))]
+	n, err := t.ReadCloser.Read(b)
+	t.read += int64(n)
+	due := t.start.Add(time.Duration(float64(t.read) / float64(t.rate) * float64(time.Second)))
+	if wait := time.Until(due); wait > 0 {
+		tm := time.NewTimer(wait)
+		select {
+		case <-tm.C:
+		case <-t.ctx.Done():
+			tm.Stop()
+			return n, t.ctx.Err()
+		}
+	}
+	return n, err
+}
+
 // Chain combines faults: each one wraps the ones after it, the last wraps
 // the forwarding. Chain(Delay(d), Throttle(r)) waits, then forwards slowly.
 func Chain(faults ...Fault) Fault {

@@ -250,3 +250,24 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+func TestProxyThrottleUpload(t *testing.T) {
+	var got int
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = len(b)
+	}))
+	defer up.Close()
+	p := servers.NewProxy(t, up.URL)
+	// 64 KiB at 256 KiB/s takes about 250 ms.
+	p.Inject(servers.ThrottleUpload(256<<10), 1)
+	start := time.Now()
+	resp, err := http.Post(p.URL+"/up", "application/octet-stream", bytes.NewReader(make([]byte, 64<<10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); took < 200*time.Millisecond || got != 64<<10 {
+		t.Fatalf("64 KiB upload at 256 KiB/s: %d bytes in %v", got, took)
+	}
+}
