@@ -133,7 +133,7 @@ var (
 	reQuery    = regexp.MustCompile(`(https?://[^\s"?]+)\?[^\s"]*`)
 	// The AWS SDK's empty identifiers of a response that never came.
 	reEmptyIDs = regexp.MustCompile(`(?:StatusCode: 0, )?RequestID: , HostID: ,? ?`)
-	tempDirRe   = tempDirPattern()
+	tempDirRe  = tempDirPattern()
 )
 
 // tempDirPattern matches paths under the system temp folder, whose names
