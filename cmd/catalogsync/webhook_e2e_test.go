@@ -9,14 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-	stdsync "sync"
 	"testing"
 	"time"
 
-	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -109,85 +104,6 @@ webhooks:
 		t.Fatalf("pulls triggered a sync: last operation %s, was %s", after, before)
 	}
 	metrics := scrape(t, addr)
-	// A storm: 1,000 signed push notifications within about a second, from
-	// 16 senders, with the tag moving in the middle. Every one is
-	// acknowledged, at most two syncs run, and the newest digest wins.
-	d3, err := imagebuild.Push(ctx, rc, reg.Host+"/acme/catalog:v1", imagebuild.FromDir(filepath.Join(root, "testdata/fbc/tiny/configs"), "/configs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the push's own notification to settle", 30*time.Second, published(d3))
-	syncsBefore := syncCount(t, addr)
-	body := []byte(`{"repository":"acme/catalog","tag":"v1"}`)
-	sig := webhook.Sign("ci-secret", body)
-	var mu stdsync.Mutex
-	var acks []time.Duration
-	var failures []int
-	work := make(chan struct{})
-	var wg stdsync.WaitGroup
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range work {
-				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/ci", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Signature-256", sig)
-				start := time.Now()
-				resp, err := client.Do(req)
-				d := time.Since(start)
-				mu.Lock()
-				acks = append(acks, d)
-				if err != nil || resp.StatusCode/100 != 2 {
-					code := -1
-					if resp != nil {
-						code = resp.StatusCode
-					}
-					failures = append(failures, code)
-				}
-				mu.Unlock()
-				if resp != nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-			}
-		}()
-	}
-	stormStart := time.Now()
-	var newest string
-	for i := range 1000 {
-		if i == 500 {
-			// Mid-storm, the tag moves (back to content stored before).
-			if newest, err = imagebuild.Push(ctx, rc, reg.Host+"/acme/catalog:v1", imagebuild.FromDir(filepath.Join(root, "testdata/fbc/community-v4.21-3pkgs/configs"), "/configs")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		work <- struct{}{}
-		// Spread over about a second.
-		if next := stormStart.Add(time.Duration(i) * time.Millisecond); time.Until(next) > 0 {
-			time.Sleep(time.Until(next))
-		}
-	}
-	close(work)
-	wg.Wait()
-	stormTook := time.Since(stormStart)
-	if len(failures) > 0 {
-		t.Fatalf("%d of 1000 notifications not acknowledged: %v", len(failures), failures[:min(10, len(failures))])
-	}
-	eventually(t, "the storm's syncs to finish", 30*time.Second, func() bool {
-		return syncCount(t, addr) > syncsBefore && idle(t, addr)
-	})
-	syncs := syncCount(t, addr) - syncsBefore
-	slices.Sort(acks)
-	t.Logf("storm: 1000 notifications in %v, %d syncs, ack p50 %v p99 %v max %v", stormTook.Round(time.Millisecond), syncs, acks[500], acks[990], acks[999])
-	if syncs > 2 {
-		t.Fatalf("%d syncs ran for the storm, want at most 2", syncs)
-	}
-	if !published(newest)() {
-		t.Fatal("the catalog did not end on the digest pushed mid-storm")
-	}
-
 	for _, want := range []string{`outcome="triggered",source="distribution"`, `outcome="ignored",source="distribution"`} {
 		if !bytes.Contains(metrics, []byte(want)) {
 			t.Errorf("metrics lack %s", want)
@@ -247,33 +163,4 @@ func scrape(t *testing.T, addr string) []byte {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return b
-}
-
-// syncCount sums catalogsync_syncs_total over its labels.
-func syncCount(t *testing.T, addr string) int {
-	t.Helper()
-	n := 0
-	for _, line := range strings.Split(string(scrape(t, addr)), "\n") {
-		if strings.HasPrefix(line, "catalogsync_syncs_total{") {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			n += int(v)
-		}
-	}
-	return n
-}
-
-// idle reports whether the catalog has no sync running or queued.
-func idle(t *testing.T, addr string) bool {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/api/v1/catalogs/hooked")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var c struct {
-		Running, Queued *struct{}
-	}
-	json.NewDecoder(resp.Body).Decode(&c)
-	return c.Running == nil && c.Queued == nil
 }

@@ -40,8 +40,12 @@ import (
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
-// hookSecret authenticates the registry's notifications to every replica.
-const hookSecret = "e2e-registry-notify-secret"
+// hookSecret authenticates the registry's notifications to every replica;
+// ciSecret signs the generic (HMAC) webhooks a CI system would send.
+const (
+	hookSecret = "e2e-registry-notify-secret"
+	ciSecret   = "e2e-ci-hmac-secret"
+)
 
 // root is the repository's top folder.
 var root = func() string {
@@ -136,7 +140,11 @@ webhooks:
   - name: registry
     type: distribution
     secret: env:REGISTRY_HOOK_SECRET
-`, s.proxy.Host, s.proxy.Host, s.reg.Host)), 0o644)
+  - name: ci
+    type: generic
+    secret: env:CI_HOOK_SECRET
+    host: %s
+`, s.proxy.Host, s.proxy.Host, s.reg.Host, s.proxy.Host)), 0o644)
 
 	sc := s3.Config{Bucket: s.bucket, Endpoint: s.minio.Endpoint, Region: s.minio.Region, PathStyle: true}
 	t.Setenv("AWS_ACCESS_KEY_ID", s.minio.AccessKey)
@@ -175,7 +183,7 @@ webhooks:
 func (s *stack) startReplica(i int) *servers.Catalogsync {
 	s.t.Helper()
 	s.replicas[i] = servers.StartCatalogsyncAt(s.t, s.addrs[i], s.args[i],
-		"REGISTRY_HOOK_SECRET="+hookSecret,
+		"REGISTRY_HOOK_SECRET="+hookSecret, "CI_HOOK_SECRET="+ciSecret,
 		"AWS_ACCESS_KEY_ID="+s.minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.minio.SecretKey)
 	return s.replicas[i]
 }
@@ -384,7 +392,7 @@ func fbcDir(name string) string { return filepath.Join(root, "testdata/fbc", nam
 // repository; tests that need it skip without it.
 func sharedCommunity(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(root, "..", "shared", "testdata", "fbc", "community-v4.21", "configs")
+	p := sharedCommunityPath()
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("needs the shared community-v4.21 catalog at %s (absent: %v)", p, err)
 	}

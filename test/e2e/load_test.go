@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+)
+
+// Scenario 7: 500 requests/s of mixed metas queries for 30 s
+// (CATALOGSYNC_E2E_SOAK=<duration> for longer) while a large catalog
+// syncs and publishes on the same process: no errors, no incomplete
+// answers. Then a storm of 1,000 signed webhooks in about a second: every
+// one acknowledged, at most two syncs.
+func TestLoadDuringSyncAndStorm(t *testing.T) {
+	soak := 30 * time.Second
+	if v := os.Getenv("CATALOGSYNC_E2E_SOAK"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("CATALOGSYNC_E2E_SOAK: %v", err)
+		}
+		soak = d
+	}
+	// The 220 MB catalog when the shared data is there, else 40 MB made
+	// from the repository's own.
+	var big, bigName string
+	if _, err := os.Stat(sharedCommunityPath()); err == nil {
+		big, bigName = generated(t, sharedCommunityPath(), 16), "220 MB (16× community-v4.21)"
+	} else {
+		big, bigName = generated(t, fbcDir("community-v4.21-3pkgs"), 200), "40 MB (200× community-v4.21-3pkgs)"
+	}
+	s := newStack(t, options{})
+	c := s.replicas[0]
+	s.createCatalog("steady", "acme/steady:v1")
+	s.createCatalog("growing", "acme/growing:v1")
+	s.waitServing("steady", s.push("acme/steady:v1", imagebuild.FromDir(fbcDir("community-v4.21-3pkgs"), "/configs")), 60*time.Second)
+	s.waitServing("growing", s.push("acme/growing:v1", imagebuild.FromDir(fbcDir("tiny"), "/configs")), 60*time.Second)
+
+	q := func(name, query string) string { return c.URL + "/catalogs/" + name + "/api/v1/metas?" + query }
+	urls := []string{
+		q("steady", "schema=olm.package"),
+		q("steady", "package=aws-neuron-operator"),
+		q("steady", "schema=olm.bundle&package=ecr-secret-operator"),
+		q("steady", "schema=olm.channel"),
+		q("steady", "schema=olm.bundle&package=apicurio-registry-3&name=apicurio-registry-3.v3.0.9"),
+		q("growing", "schema=olm.package&name=prometheus"),
+		q("growing", "package=aws-neuron-operator-copy7"),
+		q("growing", "schema=olm.channel&package=ecr-secret-operator-copy3"),
+	}
+	rd := startReaders(urls, 64, 500)
+	time.Sleep(soak / 6)
+	pushed := time.Now()
+	d := s.push("acme/growing:v1", imagebuild.FromDir(big, "/configs"))
+	s.waitServing("growing", d, soak+3*time.Minute)
+	synced := time.Since(pushed)
+	if rest := time.Until(pushed.Add(soak * 5 / 6)); rest > 0 {
+		time.Sleep(rest)
+	}
+	rd.finish()
+	t.Logf("%s synced and published in %v under load", bigName, synced.Round(time.Millisecond))
+	t.Logf("load, 500 req/s for %v over %d queries: %s", soak, len(urls), rd)
+	if len(rd.broken) > 0 || len(rd.status) > 0 || rd.connErrs > 0 {
+		t.Fatalf("errors under load: %d broken (e.g. %v), statuses %v, %d without connection", len(rd.broken), rd.broken[:min(1, len(rd.broken))], rd.status, rd.connErrs)
+	}
+	if want := int(soak.Seconds()*500) * 9 / 10; rd.ok < want {
+		t.Fatalf("%d answers in %v, want about 500/s", rd.ok, soak)
+	}
+
+	// The storm: a CI system retrying, 16 senders, the tag moving in the
+	// middle.
+	storm(t, s, "growing", "acme/growing:v1")
+}
+
+func sharedCommunityPath() string {
+	return root + "/../shared/testdata/fbc/community-v4.21/configs"
+}
+
+func storm(t *testing.T, s *stack, name, repoTag string) {
+	t.Helper()
+	c := s.replicas[0]
+	syncs := func() int { return metric(t, c, "catalogsync_syncs_total", `catalog="`+name+`"`) }
+	before := syncs()
+	repo, tag, _ := strings.Cut(repoTag, ":")
+	body := []byte(`{"repository":"` + repo + `","tag":"` + tag + `"}`)
+	sig := webhook.Sign(ciSecret, body)
+	var mu sync.Mutex
+	var acks []time.Duration
+	var failures []int
+	work := make(chan struct{})
+	var wg sync.WaitGroup
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				req, _ := http.NewRequest(http.MethodPost, c.URL+"/hooks/ci", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Signature-256", sig)
+				start := time.Now()
+				resp, err := hc.Do(req)
+				d := time.Since(start)
+				code := -1
+				if resp != nil {
+					code = resp.StatusCode
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				mu.Lock()
+				acks = append(acks, d)
+				if err != nil || code/100 != 2 {
+					failures = append(failures, code)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	start := time.Now()
+	var newest string
+	for i := range 1000 {
+		if i == 500 {
+			newest = s.push(repoTag, imagebuild.FromDir(fbcDir("community-v4.21-3pkgs"), "/configs"))
+		}
+		work <- struct{}{}
+		if next := start.Add(time.Duration(i) * time.Millisecond); time.Until(next) > 0 {
+			time.Sleep(time.Until(next))
+		}
+	}
+	close(work)
+	wg.Wait()
+	took := time.Since(start)
+	if len(failures) > 0 {
+		t.Fatalf("%d of 1000 webhooks not acknowledged: %v", len(failures), failures[:min(10, len(failures))])
+	}
+	s.waitServing(name, newest, 2*time.Minute)
+	eventually(t, "the storm's syncs to end", time.Minute, func() bool {
+		v := catalogView(t, c.URL, name)
+		return v.Running == nil && syncs() > before
+	})
+	n := syncs() - before
+	slices.Sort(acks)
+	t.Logf("storm: 1000 signed webhooks in %v (the tag moved after 500), %d syncs, ack p50 %v p99 %v max %v",
+		took.Round(time.Millisecond), n, acks[500].Round(10*time.Microsecond), acks[990].Round(10*time.Microsecond), acks[999].Round(10*time.Microsecond))
+	if n > 2 {
+		t.Fatalf("%d syncs for the storm, want at most 2", n)
+	}
+}
