@@ -63,10 +63,11 @@ func TestStoreAndAPIServerOutages(t *testing.T) {
 		// of the pull.
 		s.proxy.Inject(servers.Throttle(200_000), 1, servers.BlobGET)
 		d2 := s.push("acme/outage:v1", imagebuild.FromDir(generated(t, fbcDir("community-v4.21-3pkgs"), 51), "/configs"))
+		var v view
 		eventually(t, "the pull to start", 60*time.Second, func() bool {
-			v := catalogView(t, c.URL, "outage")
-			return v.Running != nil && v.Running.Progress.Phase == "Pulling" && v.Running.Progress.BytesDone > 0
-		})
+			v = catalogView(t, c.URL, "outage")
+			return v.Running != nil && v.Running.Progress.Phase == "Pulling"
+		}, func() string { return fmt.Sprintf("last view: %+v, last sync %+v", v, v.LastSync) })
 		s.kube.Stop()
 		t.Log("apiserver stopped mid-pull")
 		// The sync does not need the apiserver: it publishes meanwhile.
