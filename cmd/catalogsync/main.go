@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,6 +45,10 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Loggers, progress observers and the pipeline write to stderr from
+	// several goroutines; a caller's writer (a test's buffer) may not be
+	// safe for that.
+	stderr = &lockedWriter{w: stderr}
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -215,7 +220,7 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	var obs csync.Observer
 	var done chan struct{}
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := unwrapWriter(stderr).(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		b := newBar(stderr)
 		obs, done = b, b.done
 	} else {
@@ -385,4 +390,24 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// unwrapWriter returns the writer under a lockedWriter, to tell a terminal.
+func unwrapWriter(w io.Writer) io.Writer {
+	if l, ok := w.(*lockedWriter); ok {
+		return l.w
+	}
+	return w
 }
