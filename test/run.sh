@@ -20,4 +20,5 @@ echo "== go vet"
 go vet ./...
 echo "== go test"
 if [ $# -eq 0 ]; then set -- ./...; fi
-go test -count=1 -timeout 25m "$@"
+# The race detector on the whole suite: it caught what the plain runs did not.
+go test -race -count=1 -timeout 25m "$@"
