@@ -1,13 +1,42 @@
 #!/usr/bin/env bash
-# Runs every benchmark against the real servers and prints Go's benchmark
-# lines (each figure with its baseline from the same run). Installs wrk
-# from Debian when it is missing. Needs the shared community-v4.21 catalog
-# beside the repository (../shared/testdata/fbc); skips without it.
+# Runs every benchmark against the real servers and regenerates
+# docs/benchmarks.md from their output (bench/report renders it: the prose
+# is bench/report/benchmarks.md.tmpl, the tables come from this run). Each
+# figure is measured in the same run as its baseline.
 #
-#   bench/run.sh            # all of them (about 10 minutes on 2 cores)
-#   bench/run.sh Sync       # a subset, by benchmark name
+#   bench/run.sh                  # everything (8-9 minutes on 2 busy cores)
+#   BENCH_QUICK=1 bench/run.sh    # one iteration each, 2 s wrk runs: checks
+#                                 # the harness in a few minutes
+#   bench/run.sh sync load        # only some steps: sync, serve, load, micro
+#
+# A quick or partial run writes its document to $TMPDIR, not to docs/
+# (BENCH_OUT=FILE chooses). The raw benchmark output is kept beside it
+# (BENCH_RAW=FILE chooses). Installs wrk from Debian when it is missing and
+# builds the servers with test/tools.sh (once; kube-apiserver takes long the
+# first time). Benchmarks that need the shared community-v4.21 catalog
+# beside the repository (../shared/testdata/fbc) skip without it, and the
+# document says "skipped: …" where their figures would be
+# (CATALOGSYNC_BENCH_COMMUNITY=DIR points elsewhere). Exits non-zero
+# when a benchmark failed, after writing the document.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+all_steps=(sync serve load micro)
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=("${all_steps[@]}")
+for s in "${steps[@]}"; do
+  case "$s" in sync|serve|load|micro) ;; *) echo "bench/run.sh: unknown step $s (want: ${all_steps[*]})" >&2; exit 2 ;; esac
+done
+quick=${BENCH_QUICK:-0}
+partial=0
+if [ "$quick" = 1 ] || [ ${#steps[@]} -ne ${#all_steps[@]} ]; then partial=1; fi
+tmp=${TMPDIR:-/tmp}
+if [ "$partial" = 1 ]; then
+  out=${BENCH_OUT:-$tmp/catalogsync-benchmarks.md}
+else
+  out=${BENCH_OUT:-docs/benchmarks.md}
+fi
+raw=${BENCH_RAW:-$tmp/catalogsync-benchmarks-output.txt}
 
 if ! command -v wrk >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -16,7 +45,82 @@ if ! command -v wrk >/dev/null; then
     echo "bench/run.sh: wrk is missing; install it (Debian: apt-get install wrk) for the throughput figures" >&2
   fi
 fi
-test/tools.sh build registry minio
-filter=${1:-Sync|ColdStart|MetasWrk}
-# Sync runs three times each; a wrk run is itself a 10 s measurement.
-go test -run '^$' -bench "$filter" -benchtime 3x -timeout 40m ./bench 2>&1 | grep -vE '^(goos|goarch|pkg|cpu):' | grep -E '^(Benchmark|ok|FAIL|---|PASS)|_test.go'
+test/tools.sh build registry minio etcd kube-apiserver
+
+# A race-detector build of the service would distort every figure.
+unset CATALOGSYNC_E2E_RACE
+work=$(mktemp -d "$tmp/catalogsync-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# Generated catalogs, shared by the steps. Every temp folder of the steps
+# (servers' data, stores, the built binary) goes under $work too, so none
+# outlives the run.
+export CATALOGSYNC_BENCH_WORKDIR=$work/data
+mkdir -p "$work/data" "$work/tmp"
+
+if [ "$quick" = 1 ]; then
+  sync_n=1x serve_n=1x
+  export CATALOGSYNC_BENCH_WRK_DURATION=2s
+else
+  sync_n=3x serve_n=5x
+fi
+
+info=$work/info
+: >"$raw"
+{
+  echo "command: ${BENCH_QUICK:+BENCH_QUICK=$BENCH_QUICK }bench/run.sh${*:+ $*}"
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "go: $(go env GOVERSION)"
+  echo "quick: $quick"
+  echo "load-start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$info"
+start=$(date +%s)
+failed=()
+
+# quote ARGS...: the arguments as a shell would need them typed.
+quote() {
+  local out=() a q="'"
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./=:,+-]+$ ]]; then out+=("$a"); else out+=("'${a//$q/$q\\$q$q}'"); fi
+  done
+  echo "${out[*]}"
+}
+
+# run NAME ARGS...: runs `go test ARGS...`, appends its output to $raw and
+# shows the result lines as they come.
+run() {
+  local name=$1; shift
+  local cmd
+  cmd="${CATALOGSYNC_BENCH_WRK_DURATION:+CATALOGSYNC_BENCH_WRK_DURATION=$CATALOGSYNC_BENCH_WRK_DURATION }go test $(quote "$@")"
+  echo "step: $cmd" >>"$info"
+  echo "== $name: $cmd" >&2
+  set +e
+  TMPDIR=$work/tmp go test "$@" 2>&1 | tee -a "$raw" | grep --line-buffered -E '^(Benchmark.*	|--- (FAIL|SKIP)|(ok|FAIL)[[:space:]])|^[[:space:]]+[a-z_]+_test\.go:[0-9]+:' >&2
+  local rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" = 0 ] || failed+=("$name")
+}
+
+for s in "${steps[@]}"; do
+  case "$s" in
+  sync) # three syncs each; peak RSS and the gunzip floor come with them
+    run sync -run '^$' -bench '^BenchmarkSync$' -benchtime "$sync_n" -timeout 30m -v ./bench ;;
+  serve) # cold starts, and status latency against a real kube-apiserver
+    run serve -run '^$' -bench '^(BenchmarkColdStart|BenchmarkStatusLatency)$' -benchtime "$serve_n" -timeout 30m -v ./bench ;;
+  load) # one wrk run is itself a measurement; so is one storm
+    run load -run '^$' -bench '^(BenchmarkMetasWrk|BenchmarkWebhookStorm)$' -benchtime 1x -timeout 30m -v ./bench ;;
+  micro) # the packages' own benchmarks (sync/status's is BenchmarkStatusLatency above)
+    if [ "$quick" = 1 ]; then micro_t=1x; else micro_t=1s; fi
+    run micro -run '^$' -bench . -benchmem -benchtime "$micro_t" -timeout 30m -v \
+      ./sync/fbc ./storage/catalog ./handlers/content ./storage/s3 ./sync/buildindex ;;
+  esac
+done
+
+echo "load-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$info"
+echo "elapsed: $(($(date +%s) - start))" >>"$info"
+go run ./bench/report -info "$info" <"$raw" >"$work/benchmarks.md"
+mv "$work/benchmarks.md" "$out"
+echo "bench/run.sh: wrote $out in $(($(date +%s) - start)) s (raw output: $raw)" >&2
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "bench/run.sh: failed: ${failed[*]} (see $raw)" >&2
+  exit 1
+fi

@@ -1,139 +1,31 @@
-// Package bench measures catalogsync against real servers on loopback.
-// Each figure is taken in the same run as its baseline.
-//
-//	go test -run '^$' -bench . -benchtime 3x ./bench
 package bench
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/regclient/regclient"
-	"github.com/regclient/regclient/types/manifest"
-	"github.com/regclient/regclient/types/ref"
-
-	"github.com/catalogsync/catalogsync/test/imagebuild"
-	"github.com/catalogsync/catalogsync/test/servers"
 )
-
-const shared = "../../shared/testdata/fbc/community-v4.21/configs"
-
-type fixture struct {
-	bin      string
-	registry *servers.Registry
-	minio    *servers.MinIO
-	bucket   string
-	images   map[string]image
-}
-
-type image struct {
-	ref       string
-	fbcBytes  int64  // uncompressed FBC size
-	layerFile string // the compressed layer, for the gunzip floor
-}
-
-var (
-	fixOnce sync.Once
-	fix     *fixture
-	fixErr  error
-)
-
-// setup builds the binary, starts a registry and pushes the catalogs once
-// for all benchmarks of the run.
-func setup(b *testing.B) *fixture {
-	fixOnce.Do(func() {
-		if _, err := os.Stat(shared); err != nil {
-			fixErr = fmt.Errorf("skipping: %s not found (the shared test data is not in a user's clone)", shared)
-			return
-		}
-		dir, err := os.MkdirTemp("", "catalogsync-bench-*")
-		if err != nil {
-			fixErr = err
-			return
-		}
-		f := &fixture{images: map[string]image{}}
-		f.bin = filepath.Join(dir, "catalogsync")
-		out, err := exec.Command("go", "build", "-o", f.bin, "../cmd/catalogsync").CombinedOutput()
-		if err != nil {
-			fixErr = fmt.Errorf("build: %v\n%s", err, out)
-			return
-		}
-		f.registry = servers.StartRegistry(&keepAlive{B: b})
-		f.minio = servers.SharedMinIO(b)
-		f.bucket = f.minio.NewBucket(b)
-		rc := imagebuild.NewRegClient(f.registry.Host)
-		ctx := context.Background()
-
-		gen := filepath.Join(dir, "x16")
-		if err := imagebuild.GenerateCopies(shared, gen, 16); err != nil {
-			fixErr = err
-			return
-		}
-		tiny, err := filepath.Abs("../testdata/fbc/tiny/configs")
-		if err != nil {
-			fixErr = err
-			return
-		}
-		for name, src := range map[string]string{"community-v4.21": shared, "generated-x16": gen, "tiny": tiny} {
-			r := f.registry.Host + "/bench/" + name + ":v1"
-			if _, err := imagebuild.Push(ctx, rc, r, imagebuild.FromDir(src, "/configs")); err != nil {
-				fixErr = err
-				return
-			}
-			layer, err := fetchLayer(ctx, rc, r, filepath.Join(dir, name+".tar.gz"))
-			if err != nil {
-				fixErr = err
-				return
-			}
-			f.images[name] = image{ref: r, fbcBytes: dirSize(src), layerFile: layer}
-		}
-		fix = f
-	})
-	if fixErr != nil {
-		if strings.HasPrefix(fixErr.Error(), "skipping") {
-			b.Skip(fixErr)
-		}
-		b.Fatal(fixErr)
-	}
-	return fix
-}
-
-// keepAlive lets the registry outlive the first benchmark that starts it:
-// its cleanup and temp dirs would otherwise go when that benchmark ends.
-// The server dies with the test binary.
-type keepAlive struct{ *testing.B }
-
-func (k *keepAlive) Cleanup(func()) {}
-
-func (k *keepAlive) TempDir() string {
-	d, err := os.MkdirTemp("", "catalogsync-bench-*")
-	if err != nil {
-		k.Fatal(err)
-	}
-	return d
-}
 
 // BenchmarkSync syncs each catalog from the registry into a fresh local
-// store and a fresh prefix of a MinIO bucket, in the same run.
+// store and a fresh prefix of a MinIO bucket, in the same run as its
+// gunzip floor. Each iteration runs the built `catalogsync sync` as its own
+// process; peak RSS is that process's VmHWM.
 func BenchmarkSync(b *testing.B) {
-	for _, name := range []string{"community-v4.21", "generated-x16"} {
+	for _, c := range catalogs {
 		for _, backend := range []string{"fs", "s3"} {
-			b.Run(name+"/"+backend, func(b *testing.B) {
+			b.Run(c.name+"/"+backend, func(b *testing.B) {
 				f := setup(b)
-				img := f.images[name]
+				img := f.image(b, c.name)
 				floor := gunzipFloor(b, img.layerFile)
 				b.SetBytes(img.fbcBytes)
 				var rss int64
+				phases := map[string]time.Duration{}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
@@ -143,33 +35,68 @@ func BenchmarkSync(b *testing.B) {
 					if backend == "fs" {
 						args = append(args, "--store", b.TempDir())
 					} else {
-						m := f.minio
-						env = append(env, "CATALOGSYNC_S3_BUCKET="+f.bucket, "CATALOGSYNC_S3_ENDPOINT="+m.Endpoint,
-							"CATALOGSYNC_S3_REGION="+m.Region, "CATALOGSYNC_S3_PATH_STYLE=true",
-							"AWS_ACCESS_KEY_ID="+m.AccessKey, "AWS_SECRET_ACCESS_KEY="+m.SecretKey,
-							fmt.Sprintf("CATALOGSYNC_S3_PREFIX=%s-%d-%d", name, b.N, i))
+						env = append(env, s3Env(f, fmt.Sprintf("sync-%s-%d-%d", c.name, b.N, i))...)
 					}
 					cmd := exec.Command(f.bin, args...)
 					cmd.Env = env
-					var stderr bytes.Buffer
+					var stdout, stderr bytes.Buffer
 					cmd.Stderr = &stderr
-					cmd.Stdout = io.Discard
+					cmd.Stdout = &stdout
 					b.StartTimer()
 					if err := cmd.Run(); err != nil {
 						b.Fatalf("sync: %v\n%s", err, stderr.String())
 					}
 					b.StopTimer()
 					rss = max(rss, peakRSS(b, stderr.String()))
+					for ph, d := range syncPhases(stdout.String()) {
+						phases[ph] += d
+					}
 					b.StartTimer()
 				}
 				b.StopTimer()
 				wall := b.Elapsed().Seconds() / float64(b.N)
+				b.ReportMetric(float64(img.fbcBytes)/1e6, "catalog-MB")
 				b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
 				b.ReportMetric(floor.Seconds(), "gunzip-floor-s")
 				b.ReportMetric(wall/floor.Seconds(), "x-floor")
+				for ph, d := range phases {
+					b.ReportMetric(float64(d.Microseconds())/1000/float64(b.N), ph+"-ms")
+				}
 			})
 		}
 	}
+}
+
+// s3Env points a command at a prefix of the run's MinIO bucket.
+func s3Env(f *fixture, prefix string) []string {
+	m := f.minio
+	return []string{"CATALOGSYNC_S3_BUCKET=" + f.bucket, "CATALOGSYNC_S3_ENDPOINT=" + m.Endpoint,
+		"CATALOGSYNC_S3_REGION=" + m.Region, "CATALOGSYNC_S3_PATH_STYLE=true",
+		"AWS_ACCESS_KEY_ID=" + m.AccessKey, "AWS_SECRET_ACCESS_KEY=" + m.SecretKey,
+		"CATALOGSYNC_S3_PREFIX=" + prefix}
+}
+
+// syncPhases reads the phase durations from the summary `catalogsync sync`
+// prints ("  phases      resolving 4ms, pulling 1.44s, ..."); none when
+// the summary has no such line.
+func syncPhases(stdout string) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, line := range strings.Split(stdout, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "phases")
+		if !ok {
+			continue
+		}
+		for _, part := range strings.Split(rest, ",") {
+			f := strings.Fields(part)
+			if len(f) != 2 {
+				continue
+			}
+			if d, err := time.ParseDuration(f[1]); err == nil {
+				out[f[0]] = d
+			}
+		}
+	}
+	return out
 }
 
 // peakRSS reads the peak the child reported for itself (VmHWM): its
@@ -202,49 +129,4 @@ func gunzipFloor(b *testing.B, file string) time.Duration {
 		best = min(best, time.Since(start))
 	}
 	return best
-}
-
-// fetchLayer saves the image's single layer to dst.
-func fetchLayer(ctx context.Context, rc *regclient.RegClient, image, dst string) (string, error) {
-	r, err := ref.New(image)
-	if err != nil {
-		return "", err
-	}
-	m, err := rc.ManifestGet(ctx, r)
-	if err != nil {
-		return "", err
-	}
-	im, ok := m.(manifest.Imager)
-	if !ok {
-		return "", fmt.Errorf("%s is not an image manifest", image)
-	}
-	layers, err := im.GetLayers()
-	if err != nil || len(layers) != 1 {
-		return "", fmt.Errorf("%s: want one layer, got %d (%v)", image, len(layers), err)
-	}
-	br, err := rc.BlobGet(ctx, r, layers[0])
-	if err != nil {
-		return "", err
-	}
-	defer br.Close()
-	f, err := os.Create(dst)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, br); err != nil {
-		return "", err
-	}
-	return dst, f.Close()
-}
-
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && fi.Mode().IsRegular() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
 }
