@@ -370,6 +370,7 @@ type objRec struct {
 type fileResult struct {
 	objs []objRec
 	err  error
+	seq  int // which handle call parsed it
 }
 
 // spool holds parsed objects on local disk until the final file order is
@@ -443,8 +444,9 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 		workers = semaphore.NewWeighted(int64(p.workers))
 		fileErr error // a spool write failure: fatal, unlike parse errors
 	)
-	parse := func(path string, r io.Reader) {
-		fr := &fileResult{}
+	var seq int // handle calls so far; a path given twice keeps the later
+	parse := func(path string, r io.Reader, n int) {
+		fr := &fileResult{seq: n}
 		fr.err = fbc.Parse(r, func(o fbc.Object) error {
 			off, err := sp.append(o.Blob)
 			if err != nil {
@@ -459,12 +461,18 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 			return nil
 		})
 		mu.Lock()
-		results[path] = fr
+		// Parses run concurrently: the later entry wins, not the later
+		// parse.
+		if old, ok := results[path]; !ok || old.seq < fr.seq {
+			results[path] = fr
+		}
 		mu.Unlock()
 	}
 	handle := func(path string, size int64, r io.Reader) error {
+		seq++
+		n := seq
 		if size > p.inline {
-			parse(path, r)
+			parse(path, r, n)
 			// Drain what a failed parse left, so the tar stream goes on.
 			_, err := io.Copy(io.Discard, r)
 			return err
@@ -487,7 +495,7 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 			defer wg.Done()
 			defer sem.Release(w)
 			defer workers.Release(1)
-			parse(path, bytes.NewReader(buf))
+			parse(path, bytes.NewReader(buf), n)
 		}()
 		return nil
 	}
@@ -503,6 +511,11 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 		})
 		if err != nil {
 			wg.Wait()
+			if errors.Is(err, source.ErrCompression) {
+				// The data is not what the manifest says: pulling it
+				// again cannot help.
+				return catalog.Meta{}, pulled, &Error{Phase: PhasePulling, Reason: ReasonNotCatalogImage, Err: err}
+			}
 			return catalog.Meta{}, pulled, registryError(PhasePulling, err)
 		}
 		err = u.Layer(lr, handle)

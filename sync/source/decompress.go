@@ -38,6 +38,10 @@ func Decompress(mediaType string, r io.Reader) (io.ReadCloser, error) {
 			return nil, fmt.Errorf("%w: media type %s but gzip data", ErrCompression, mediaType)
 		}
 		zr, err := gzip.NewReader(br)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			// Cut short: the transfer, not the data, may be at fault.
+			return nil, fmt.Errorf("read layer: gzip header: %w", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: gzip: %v", ErrCompression, err)
 		}
