@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -49,6 +50,8 @@ var DefaultLimits = Limits{MaxBytes: 8 << 30, MaxFileBytes: 1 << 30, MaxEntries:
 
 // FileFunc receives one regular file of the FBC directory. path is relative
 // to the directory. It must read r before returning (or return an error).
+// A path may come again when a layer holds it twice: the later call is
+// the file's content, as extracting the layer would leave it.
 type FileFunc func(path string, size int64, r io.Reader) error
 
 // File is a file of the final FBC directory.
@@ -116,6 +119,9 @@ func (u *Unpacker) Layer(r io.Reader, fn FileFunc) error {
 	// once the layer is done.
 	deleted := map[string]bool{}
 	opaque := map[string]bool{}
+	// Paths this layer gave: a later entry for the same path in the same
+	// layer replaces the earlier, as extracting the layer would.
+	mine := map[string]bool{}
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -152,12 +158,13 @@ func (u *Unpacker) Layer(r io.Reader, fn FileFunc) error {
 			}
 			continue
 		}
-		if !u.within(p) || u.hidden(p) {
+		if !u.within(p) || (u.hidden(p) && !mine[p]) {
 			continue
 		}
 		if err := u.add(tr, hdr, p, fn); err != nil {
 			return err
 		}
+		mine[p] = true
 	}
 	for k := range deleted {
 		u.deleted[k] = true
@@ -230,7 +237,11 @@ func (u *Unpacker) Files() ([]File, error) {
 	}
 	var files []File
 	var ignoreFiles []string
-	for p, n := range u.nodes {
+	// In walk order, so that the first error (a link loop) is the same
+	// every time.
+	paths := slices.SortedFunc(maps.Keys(u.nodes), walkCompare)
+	for _, p := range paths {
+		n := u.nodes[p]
 		if p == u.root || n.kind == kindDir {
 			continue
 		}

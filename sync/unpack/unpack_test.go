@@ -51,16 +51,18 @@ func run(t *testing.T, dir string, lim Limits, layers ...[]byte) (map[string]str
 		return nil, nil, err
 	}
 	seen := map[string]string{}
+	from := map[string]int{} // the layer that handed each file over
 	for i := len(layers) - 1; i >= 0; i-- {
 		err := u.Layer(bytes.NewReader(layers[i]), func(p string, size int64, r io.Reader) error {
 			b, err := io.ReadAll(r)
 			if err != nil {
 				return err
 			}
-			if _, dup := seen[p]; dup {
-				t.Errorf("file %s handed over twice", p)
+			// Again within a layer replaces; from a lower layer is wrong.
+			if l, dup := from[p]; dup && l != i {
+				t.Errorf("file %s handed over by layers %d and %d", p, l, i)
 			}
-			seen[p] = string(b)
+			seen[p], from[p] = string(b), i
 			return nil
 		})
 		if err != nil {
@@ -111,6 +113,25 @@ func TestLayerSemantics(t *testing.T) {
 	}
 	if !reflect.DeepEqual(order, []string{"a/catalog.yaml", "d/z.json"}) {
 		t.Fatalf("order %v", order)
+	}
+}
+
+// A layer holding a path twice leaves the later entry, as extracting it
+// would; a lower layer's copy stays hidden.
+func TestSamePathTwiceInOneLayer(t *testing.T) {
+	lower := layer(t, ent{name: "configs/x.json", body: "lower"}, ent{name: "configs/y.json", body: "y-lower"})
+	upper := layer(t,
+		ent{name: "configs/x.json", body: "first"},
+		ent{name: "configs/x.json", body: "last"},
+		ent{name: "configs/y.json", body: "file"},
+		ent{name: "configs/y.json", typ: tar.TypeSymlink, link: "x.json"},
+	)
+	got, _, err := run(t, "/configs", Limits{}, lower, upper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"x.json": "last", "y.json": "last"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
 
