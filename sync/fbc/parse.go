@@ -66,6 +66,9 @@ type parser struct {
 	lineOff, lineNo int
 }
 
+// maxYAMLRetry is the largest failed JSON object retried as YAML.
+const maxYAMLRetry = 4 << 20
+
 // peekSize is how far YAMLOrJSONDecoder looks for a leading '{'.
 const peekSize = 4096
 
@@ -160,7 +163,10 @@ func (p *parser) runJSON() error {
 		default:
 			derr = fmt.Errorf("expected a JSON object, found %q", w.buf[start-w.base])
 		}
-		if p.docs > 1 {
+		// A huge object that is not JSON is no YAML flow mapping either in
+		// practice; decoding it again with yaml.v2 would cost many times
+		// its size.
+		if p.docs > 1 || end-start > maxYAMLRetry {
 			return p.invalid(line, derr)
 		}
 		// Like YAMLOrJSONDecoder: rewind to the end of the last good

@@ -28,9 +28,21 @@ func (w *window) end() int { return w.base + len(w.buf) }
 // bytes returns the buffered bytes [from, to) (absolute offsets).
 func (w *window) bytes(from, to int) []byte { return w.buf[from-w.base : to-w.base] }
 
-// fill reads more input. It reports false when the input is exhausted.
+// MaxDocumentBytes caps one document (a JSON object or a YAML document):
+// parsing holds a document whole, and a few times its size while it is
+// decoded, so one huge line in a small gzip layer must not claim the
+// memory of many catalogs. The largest documents of public catalogs are
+// a few MB.
+const MaxDocumentBytes = 64 << 20
+
+// fill reads more input. It reports false when the input is exhausted, or
+// when the current document would outgrow MaxDocumentBytes (w.err says so).
 func (w *window) fill() bool {
 	if w.eof || w.err != nil {
+		return false
+	}
+	if w.end()-w.keep > MaxDocumentBytes {
+		w.err = fmt.Errorf("%w: a document is larger than %d bytes", ErrInvalid, MaxDocumentBytes)
 		return false
 	}
 	if drop := w.keep - w.base; drop > 0 && drop >= len(w.buf)/2 {
