@@ -38,6 +38,7 @@ type serveFlags struct {
 	gcEvery   time.Duration
 	gcKeep    int
 	gcGrace   time.Duration
+	readLimit time.Duration
 
 	clusterCatalogs bool
 	kubeconfig      string
@@ -56,6 +57,7 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig for --clustercatalogs; the in-cluster service account when empty (env KUBECONFIG)")
 	fset.StringVar(&f.eventSink, "event-sink", "", "URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (env CATALOGSYNC_EVENT_SINK, else K_SINK as a Knative SinkBinding sets it)")
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
+	fset.DurationVar(&f.readLimit, "read-timeout", envDuration("CATALOGSYNC_READ_TIMEOUT", 30*time.Second), "longest time to read a request, body included (env CATALOGSYNC_READ_TIMEOUT)")
 	fset.IntVar(&f.gcKeep, "gc-keep", envInt("CATALOGSYNC_GC_KEEP", catalog.DefaultKeep), "non-current digests GC keeps per catalog besides the current one (env CATALOGSYNC_GC_KEEP)")
 	fset.DurationVar(&f.gcGrace, "gc-grace", envDuration("CATALOGSYNC_GC_GRACE", catalog.DefaultGrace), "how long content must be out of reach before GC deletes it, so readers that found it finish (env CATALOGSYNC_GC_GRACE)")
 }
@@ -194,7 +196,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	// Bodies (webhooks, at most 1 MiB) are read before they are
+	// authenticated: ReadTimeout keeps a client that trickles one from
+	// holding a connection for ever. Responses may be large and clients
+	// slow, so there is no WriteTimeout.
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: sf.readLimit, IdleTimeout: 2 * time.Minute}
 	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
 
 	engine.Start(ctx)

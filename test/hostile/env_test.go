@@ -121,7 +121,7 @@ events:
   token: env:HOSTILE_EVENTS_TOKEN
 `, e.store, e.reg.Host, catalogName, e.ref, e.reg.Host))
 	e.cs = servers.StartCatalogsyncAt(t, addr,
-		[]string{"--config", cfg, "--tmp-dir", e.tmp, "--no-docker-config", "--poll-check-interval", "1h", "--gc-interval", "0"},
+		[]string{"--config", cfg, "--tmp-dir", e.tmp, "--no-docker-config", "--poll-check-interval", "1h", "--gc-interval", "0", "--read-timeout", readTimeout.String()},
 		"HOSTILE_REGISTRY_SECRET="+registrySecret, "HOSTILE_CI_SECRET="+ciSecret, "HOSTILE_EVENTS_TOKEN="+eventsToken)
 	t.Cleanup(func() {
 		// The log goes with the test's temp dirs; keep it when it failed.

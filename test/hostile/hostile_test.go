@@ -44,6 +44,7 @@ func TestHostileInput(t *testing.T) {
 				headers: map[string]string{"Authorization": registrySecret, "Content-Type": distType}},
 				[]string{`source="distribution"`, `outcome="duplicate"`})
 		})
+		t.Run("webhook-body-trickled", func(t *testing.T) { trickle(t, e) })
 		t.Run("events-replayed-id", func(t *testing.T) {
 			runReplay(t, e, "events-replayed-id", request{path: "/events",
 				body:    e.zotEvent("hostile-replay-2"),

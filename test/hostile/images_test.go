@@ -281,13 +281,8 @@ func imageCases() []imageCase {
 				rl.mediaType = gzipTar
 				return pushLayers(t, e, rl)
 			},
-			// BUG (docs/reliability.md): the pipeline maps this error
-			// (source.ErrCompression) to NotCatalogImage, terminal, when
-			// it shows at a layer's end, but when Decompress finds it as
-			// the layer opens it goes through registryError: a retryable
-			// RegistryError, retried with backoff for ever. This pins
-			// what happens today; the error itself is clear.
-			reason: "RegistryError",
+			// Terminal: pulling the same blob again cannot help.
+			reason: "NotCatalogImage",
 			msg:    []string{`unsupported layer compression: media type application/vnd.oci.image.layer.v1.tar+gzip but zstd data`},
 		},
 		{
@@ -296,16 +291,14 @@ func imageCases() []imageCase {
 				file("configs/twice.json", `{"schema":"acme.twice","name":"first"}`+"\n"),
 				file("configs/twice.json", `{"schema":"acme.twice","name":"last"}`+"\n"),
 			),
-			// BUG (docs/reliability.md): extracting the layer (tar -x,
-			// containerd's archive.Apply, which catalogd uses) leaves the
-			// last entry for a path; catalogsync serves the first, so the
-			// same image serves different content here and in catalogd.
+			// Extracting the layer (tar -x, containerd's archive.Apply,
+			// which catalogd uses) leaves the last entry for a path, and so
+			// does catalogsync.
 			accepted: true,
 			check: func(t *testing.T, e *env) {
 				got := string(e.metas(t, "schema=acme.twice"))
-				t.Logf("served for configs/twice.json: %q (catalogd would serve the last entry, \"last\")", got)
-				if got != `{"name":"first","schema":"acme.twice"}`+"\n" {
-					t.Errorf("served %q", got)
+				if got != `{"name":"last","schema":"acme.twice"}`+"\n" {
+					t.Errorf("served %q, want the last entry", got)
 				}
 			},
 		},
@@ -355,7 +348,17 @@ func imageCases() []imageCase {
 			reason:  "InvalidCatalog",
 			msg:     []string{`huge.json: invalid catalog: document 0 (line 1): unexpected end of JSON input`},
 			maxSync: 30 * time.Second,
-			maxPeak: 768 << 20,
+			maxPeak: 512 << 20,
+		},
+		{
+			// Over the 64 MiB document cap: refused once the cap is
+			// reached, before the rest is read.
+			name:    "json-line-over-the-document-cap",
+			push:    withTiny(file("configs/huge.json", hugeObjectOf(80<<20, true))),
+			reason:  "InvalidCatalog",
+			msg:     []string{`huge.json: invalid catalog: a document is larger than 67108864 bytes`},
+			maxSync: 30 * time.Second,
+			maxPeak: 512 << 20,
 		},
 		{
 			name: "deeply-nested-json",
@@ -429,8 +432,10 @@ func imageCases() []imageCase {
 
 // hugeObject is one FBC object of hugeLineBytes on a single line, with
 // its closing quote, brace and newline or without.
-func hugeObject(terminated bool) string {
-	s := `{"schema":"acme.huge","name":"huge","data":"` + strings.Repeat("a", hugeLineBytes)
+func hugeObject(terminated bool) string { return hugeObjectOf(hugeLineBytes, terminated) }
+
+func hugeObjectOf(n int, terminated bool) string {
+	s := `{"schema":"acme.huge","name":"huge","data":"` + strings.Repeat("a", n)
 	if terminated {
 		s += "\"}\n"
 	}

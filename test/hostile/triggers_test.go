@@ -2,9 +2,12 @@ package hostile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -255,4 +258,34 @@ func runReplay(t *testing.T, e *env, name string, r request, duplicateMetric []s
 		}
 	}
 	t.Logf("RESULT %s | first 202 and one sync (%s), replay %d %q and no sync", name, first.Result.Action, code, strings.TrimSpace(firstLine(body)))
+}
+
+// readTimeout is serve's --read-timeout in this suite.
+const readTimeout = 3 * time.Second
+
+// trickle sends a webhook's headers and then its body a byte a second,
+// unauthenticated: serve must drop the connection after --read-timeout,
+// not hold it (and a goroutine and buffer) for as long as the client likes.
+func trickle(t *testing.T, e *env) {
+	conn, err := net.Dial("tcp", e.cs.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /hooks/ci HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n", e.cs.Addr)
+	start := time.Now()
+	for time.Since(start) < 4*readTimeout {
+		if _, err := conn.Write([]byte("{")); err != nil {
+			break // reset by serve
+		}
+		conn.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := conn.Read(make([]byte, 512)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			break // closed by serve (with or without an answer)
+		}
+	}
+	held := time.Since(start)
+	t.Logf("trickled body: connection closed after %v (read timeout %v)", held.Round(100*time.Millisecond), readTimeout)
+	if held >= 4*readTimeout {
+		t.Fatalf("a trickled body held the connection for %v", held)
+	}
 }
