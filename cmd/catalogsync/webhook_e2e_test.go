@@ -87,6 +87,9 @@ webhooks:
 		t.Fatal(err)
 	}
 	eventually(t, "second push published", 30*time.Second, published(d2))
+	// The pointer moves before the operation ends: wait for the end, so
+	// the operation compared below is the push's.
+	eventually(t, "the push's sync to end", 30*time.Second, func() bool { return idle(t, addr) })
 	before := lastOp(t, addr)
 
 	// Pull traffic reaches the receiver as pull events and triggers nothing.
@@ -163,4 +166,19 @@ func scrape(t *testing.T, addr string) []byte {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return b
+}
+
+// idle reports whether the catalog has no sync running or queued.
+func idle(t *testing.T, addr string) bool {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/catalogs/hooked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Running, Queued *struct{}
+	}
+	json.NewDecoder(resp.Body).Decode(&c)
+	return c.Running == nil && c.Queued == nil
 }
