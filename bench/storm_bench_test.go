@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,12 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/load"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -76,28 +75,18 @@ webhooks:
 	api.waitIdle()
 
 	body := []byte(fmt.Sprintf(`{"repository":%q,"tag":"v1"}`, repo))
-	sig := webhook.Sign(stormSecret, body)
-	post := func(client *http.Client) (time.Duration, error) {
-		req, _ := http.NewRequest(http.MethodPost, cs.URL+"/hooks/ci", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Signature-256", sig)
-		start := time.Now()
-		resp, err := client.Do(req)
-		d := time.Since(start)
-		if err != nil {
-			return d, err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return d, fmt.Errorf("status %s", resp.Status)
-		}
-		return d, nil
+	storm := load.Storm{
+		URL:     cs.URL + "/hooks/ci",
+		Body:    body,
+		Header:  http.Header{"Content-Type": {"application/json"}, "X-Signature-256": {webhook.Sign(stormSecret, body)}},
+		N:       stormHooks,
+		Senders: stormSenders,
+		Over:    time.Second,
 	}
 
 	// Baseline: lone webhooks on a warm connection, each once the sync the
 	// previous one triggered has finished.
-	lone := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	lone := storm.Client(1)
 	var singles []time.Duration
 	for range stormSingles {
 		// Warm the connection, as a sender's keep-alive one would be.
@@ -106,7 +95,7 @@ webhooks:
 			resp.Body.Close()
 		}
 		before := api.syncs()
-		d, err := post(lone)
+		d, err := storm.Send(ctx, lone)
 		if err != nil {
 			b.Fatalf("lone webhook: %v", err)
 		}
@@ -121,45 +110,18 @@ webhooks:
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		before := api.syncs()
-		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: stormSenders}}
-		var mu sync.Mutex
-		var failures []string
-		work := make(chan struct{})
-		var wg sync.WaitGroup
-		for range stormSenders {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range work {
-					d, err := post(client)
-					mu.Lock()
-					acks = append(acks, d)
-					if err != nil {
-						failures = append(failures, err.Error())
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		start := time.Now()
 		var newest string
-		for j := range stormHooks {
-			if j == stormHooks/2 {
-				// Mid-storm the tag moves to the other content.
-				if newest, err = imagebuild.Push(ctx, f.rc, ref, contents[(i+1)%2]); err != nil {
-					b.Fatal(err)
-				}
+		// Mid-storm the tag moves to the other content.
+		storm.At = map[int]func(){stormHooks / 2: func() {
+			if newest, err = imagebuild.Push(ctx, f.rc, ref, contents[(i+1)%2]); err != nil {
+				b.Fatal(err)
 			}
-			work <- struct{}{}
-			if next := start.Add(time.Duration(j) * time.Second / stormHooks); time.Until(next) > 0 {
-				time.Sleep(time.Until(next))
-			}
-		}
-		close(work)
-		wg.Wait()
-		took += time.Since(start)
-		if len(failures) > 0 {
-			b.Fatalf("%d of %d webhooks not acknowledged: %v", len(failures), stormHooks, failures[:min(5, len(failures))])
+		}}
+		res := storm.Run(ctx)
+		acks = append(acks, res.Acks...)
+		took += res.Took
+		if len(res.Failures) > 0 {
+			b.Fatalf("%d of %d webhooks not acknowledged: %v", len(res.Failures), stormHooks, res.Failures[:min(5, len(res.Failures))])
 		}
 		api.waitSyncsAbove(before)
 		api.waitIdle()

@@ -183,7 +183,12 @@ func (r *registry) push(repoTag string, img imagebuild.Image) (ref, digest strin
 }
 
 func catalogImage(t testing.TB, set string) imagebuild.Image {
-	return imagebuild.FromDir(filepath.Join("..", "..", "testdata", "fbc", set, "configs"), "/configs")
+	return imagebuild.FromDir(testdataDir(set), "/configs")
+}
+
+// testdataDir is the FBC folder of one of the repository's test catalogs.
+func testdataDir(set string) string {
+	return filepath.Join("..", "..", "testdata", "fbc", set, "configs")
 }
 
 // layerSize is the compressed size of img's only layer.
@@ -391,11 +396,12 @@ func (s *service) waitSyncs(name string, n int, timeout time.Duration) []syncDon
 
 // seen is one version of a catalog as a watch delivered it.
 type seen struct {
-	at     time.Time
-	rv     string
-	gen    int64
-	labels map[string]string
-	status *Status
+	at          time.Time
+	rv          string
+	gen         int64
+	labels      map[string]string
+	annotations map[string]string
+	status      *Status
 }
 
 func (s seen) cond(t string) metav1.Condition {
@@ -447,6 +453,7 @@ func record(t testing.TB, c *cluster, name string) *recorder {
 				if !ok || ev.Type == watch.Bookmark || ev.Type == watch.Deleted {
 					continue
 				}
+				at := time.Now()
 				rv = u.GetResourceVersion()
 				o, err := parseObject(u)
 				if err != nil {
@@ -457,7 +464,7 @@ func record(t testing.TB, c *cluster, name string) *recorder {
 					st = &Status{}
 				}
 				rec.mu.Lock()
-				rec.all = append(rec.all, seen{at: time.Now(), rv: o.rv, gen: o.cat.Generation, labels: u.GetLabels(), status: st})
+				rec.all = append(rec.all, seen{at: at, rv: o.rv, gen: o.cat.Generation, labels: u.GetLabels(), annotations: u.GetAnnotations(), status: st})
 				rec.mu.Unlock()
 				select {
 				case rec.wake <- struct{}{}:

@@ -1,18 +1,16 @@
 package e2e
 
 import (
-	"bytes"
-	"io"
+	"context"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/load"
 )
 
 // Scenario 7: 500 requests/s of mixed metas queries for 30 s
@@ -90,55 +88,21 @@ func storm(t *testing.T, s *stack, name, repoTag string) {
 	before := syncs()
 	repo, tag, _ := strings.Cut(repoTag, ":")
 	body := []byte(`{"repository":"` + repo + `","tag":"` + tag + `"}`)
-	sig := webhook.Sign(ciSecret, body)
-	var mu sync.Mutex
-	var acks []time.Duration
-	var failures []int
-	work := make(chan struct{})
-	var wg sync.WaitGroup
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range work {
-				req, _ := http.NewRequest(http.MethodPost, c.URL+"/hooks/ci", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Signature-256", sig)
-				start := time.Now()
-				resp, err := hc.Do(req)
-				d := time.Since(start)
-				code := -1
-				if resp != nil {
-					code = resp.StatusCode
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-				mu.Lock()
-				acks = append(acks, d)
-				if err != nil || code/100 != 2 {
-					failures = append(failures, code)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	start := time.Now()
 	var newest string
-	for i := range 1000 {
-		if i == 500 {
+	res := load.Storm{
+		URL:     c.URL + "/hooks/ci",
+		Body:    body,
+		Header:  http.Header{"Content-Type": {"application/json"}, "X-Signature-256": {webhook.Sign(ciSecret, body)}},
+		N:       1000,
+		Senders: 16,
+		Over:    time.Second,
+		Timeout: 10 * time.Second,
+		At: map[int]func(){500: func() {
 			newest = s.push(repoTag, imagebuild.FromDir(fbcDir("community-v4.21-3pkgs"), "/configs"))
-		}
-		work <- struct{}{}
-		if next := start.Add(time.Duration(i) * time.Millisecond); time.Until(next) > 0 {
-			time.Sleep(time.Until(next))
-		}
-	}
-	close(work)
-	wg.Wait()
-	took := time.Since(start)
-	if len(failures) > 0 {
-		t.Fatalf("%d of 1000 webhooks not acknowledged: %v", len(failures), failures[:min(10, len(failures))])
+		}},
+	}.Run(context.Background())
+	if len(res.Failures) > 0 {
+		t.Fatalf("%d of 1000 webhooks not acknowledged: %v", len(res.Failures), res.Failures[:min(10, len(res.Failures))])
 	}
 	s.waitServing(name, newest, 2*time.Minute)
 	eventually(t, "the storm's syncs to end", time.Minute, func() bool {
@@ -146,9 +110,9 @@ func storm(t *testing.T, s *stack, name, repoTag string) {
 		return v.Running == nil && syncs() > before
 	})
 	n := syncs() - before
-	slices.Sort(acks)
+	acks := res.Acks
 	t.Logf("storm: 1000 signed webhooks in %v (the tag moved after 500), %d syncs, ack p50 %v p99 %v max %v",
-		took.Round(time.Millisecond), n, acks[500].Round(10*time.Microsecond), acks[990].Round(10*time.Microsecond), acks[999].Round(10*time.Microsecond))
+		res.Took.Round(time.Millisecond), n, acks[500].Round(10*time.Microsecond), acks[990].Round(10*time.Microsecond), acks[999].Round(10*time.Microsecond))
 	if n > 2 {
 		t.Fatalf("%d syncs for the storm, want at most 2", n)
 	}
