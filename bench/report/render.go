@@ -145,14 +145,15 @@ func (r *Report) Steps() string {
 	return "```sh\n" + strings.Join(r.Info.Steps, "\n") + "\n```"
 }
 
-// LoadNote warns when the machine was busy at the start or the end.
+// LoadNote warns when the machine was busy when the run started. The load
+// at the end is shown but not judged: it is mostly the benchmarks' own.
 func (r *Report) LoadNote() string {
 	n := r.Machine.Threads
 	if n == 0 {
 		n = 1
 	}
 	busy := false
-	for _, l := range []string{r.Info.LoadStart, r.Info.LoadEnd} {
+	for _, l := range []string{r.Info.LoadStart} {
 		if f := strings.Fields(l); len(f) > 0 {
 			if v, err := strconv.ParseFloat(f[0], 64); err == nil && v > 0.5*float64(n) {
 				busy = true
@@ -161,7 +162,7 @@ func (r *Report) LoadNote() string {
 	}
 	var notes []string
 	if busy {
-		notes = append(notes, fmt.Sprintf("**The machine was busy** (1-minute load above half its %d processors at the start or the end): other work shared the cores, so these figures are noisy. Re-run `bench/run.sh` on a quiet machine for figures to quote.", n))
+		notes = append(notes, fmt.Sprintf("**The machine was busy** (1-minute load above half its %d processors when the run started): other work shared the cores, so these figures are noisy. Re-run `bench/run.sh` on a quiet machine for figures to quote.", n))
 	}
 	if len(r.Run.PkgFail) > 0 {
 		notes = append(notes, "**Failed:** "+strings.Join(r.Run.PkgFail, ", ")+" (see the benchmark output); their missing figures say so below.")
