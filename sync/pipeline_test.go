@@ -468,6 +468,53 @@ func TestRegistryFaultsAreRetryable(t *testing.T) {
 	}
 }
 
+// A registry that keeps the connection open and sends nothing (no
+// response, or no more of a layer) fails the sync, retryable, after the
+// stall timeout instead of holding it at Pulling for ever.
+func TestRegistryStall(t *testing.T) {
+	e := newEnv(t)
+	ref, _ := e.push("stall/c:v1", imagebuild.FromDir(filepath.Join(repoRoot(t), "testdata/fbc/community-v4.21-3pkgs/configs"), "/configs"))
+	src, err := source.New(source.WithHosts(source.Host{Name: e.proxy.Host, PlainHTTP: true}),
+		source.WithDockerConfig(false), source.WithRetry(1, 10*time.Millisecond, 50*time.Millisecond),
+		source.WithStallTimeout(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	pl := csync.NewPipeline(src, e.store, csync.WithTempDir(t.TempDir()))
+	run := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := pl.Run(ctx, csync.Catalog{Name: "stall", Image: ref})
+		return err
+	}
+	for _, c := range []struct {
+		name  string
+		fault servers.Fault
+		class string
+	}{
+		{"no response to the manifest HEAD", servers.StallAfter(-1), servers.ManifestHEAD},
+		{"layer stops after 1000 bytes", servers.StallAfter(1000), servers.BlobGET},
+	} {
+		e.proxy.Inject(c.fault, 0, c.class)
+		start := time.Now()
+		err := run()
+		took := time.Since(start)
+		e.proxy.Clear()
+		se, ok := csync.AsError(err)
+		if !ok || !se.Retryable || se.Reason != csync.ReasonRegistry || !errors.Is(err, source.ErrStalled) {
+			t.Fatalf("%s: %v, want a retryable RegistryError wrapping ErrStalled", c.name, err)
+		}
+		if took > 30*time.Second {
+			t.Fatalf("%s: failed only after %v", c.name, took)
+		}
+		t.Logf("%s: failed after %v: %v", c.name, took.Round(10*time.Millisecond), err)
+	}
+	if err := run(); err != nil {
+		t.Fatalf("after the stalls: %v", err)
+	}
+}
+
 func TestInvalidNameAndRef(t *testing.T) {
 	e := newEnv(t)
 	_, err := e.sync("Not_A_Name", "ocidir://x:v1")

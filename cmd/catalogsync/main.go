@@ -113,6 +113,7 @@ type commonFlags struct {
 	logLevel  string
 	noDocker  bool
 	replica   string
+	stall     time.Duration
 }
 
 func (c *commonFlags) register(fset *flag.FlagSet) {
@@ -123,6 +124,7 @@ func (c *commonFlags) register(fset *flag.FlagSet) {
 	fset.StringVar(&c.tmpDir, "tmp-dir", envOr("CATALOGSYNC_TMP_DIR", ""), "directory for the spool file while a sync runs (env CATALOGSYNC_TMP_DIR; default the system temp dir)")
 	fset.StringVar(&c.logLevel, "log-level", envOr("CATALOGSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (env CATALOGSYNC_LOG_LEVEL)")
 	fset.BoolVar(&c.noDocker, "no-docker-config", false, "do not read registry credentials from the docker config")
+	fset.DurationVar(&c.stall, "stall-timeout", envDuration("CATALOGSYNC_STALL_TIMEOUT", source.DefaultStallTimeout), "how long a registry may send nothing (no response, no byte of a layer) before the attempt fails and is retried (env CATALOGSYNC_STALL_TIMEOUT)")
 	fset.StringVar(&c.replica, "replica-id", envOr("CATALOGSYNC_REPLICA_ID", ""), "this replica's name in the store's sync leases, distinct per replica sharing a store and kept across restarts (env CATALOGSYNC_REPLICA_ID; default $POD_NAME, else the host name)")
 }
 
@@ -151,6 +153,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		source.WithHosts(c.hosts(extraHosts)...),
 		source.WithDockerConfig(!c.noDocker),
 		source.WithLogger(log),
+		source.WithStallTimeout(c.stall),
 	)
 	if err != nil {
 		return nil, nil, err

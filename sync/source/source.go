@@ -59,6 +59,7 @@ type options struct {
 	delayMax   time.Duration
 	logger     *slog.Logger
 	transport  http.RoundTripper
+	stall      time.Duration
 }
 
 // Option configures a Source.
@@ -83,6 +84,11 @@ func WithRetry(limit int, delayInit, delayMax time.Duration) Option {
 // WithLogger sets the logger regclient writes to.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
+// WithStallTimeout sets how long a registry may send nothing (no response
+// to a request, no byte of a body) before the request fails with
+// ErrStalled (default DefaultStallTimeout; negative: never).
+func WithStallTimeout(d time.Duration) Option { return func(o *options) { o.stall = d } }
+
 // WithTransport sets the base HTTP transport (tests inject faults with it).
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
 
@@ -102,6 +108,7 @@ func New(opts ...Option) (*Source, error) {
 		delayInit:  200 * time.Millisecond,
 		delayMax:   2 * time.Second,
 		logger:     slog.New(slog.DiscardHandler),
+		stall:      DefaultStallTimeout,
 	}
 	for _, fn := range opts {
 		fn(&o)
@@ -115,6 +122,9 @@ func New(opts ...Option) (*Source, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 8
 		base = t
+	}
+	if o.stall > 0 {
+		base = &stallTransport{base: base, d: o.stall}
 	}
 	ra := &retryAfter{until: map[string]time.Time{}}
 	hc := &http.Client{Transport: &recordingTransport{base: base, ra: ra}}

@@ -155,8 +155,8 @@ func tempDirPattern() *regexp.Regexp {
 func Sanitize(msg string) string {
 	msg = reLocalAddr.ReplaceAllString(msg, "$1 ")
 	msg = reEmptyIDs.ReplaceAllString(msg, "")
+	msg = reQuery.ReplaceAllString(msg, "$1") // before the upload id, which the query repeats
 	msg = reUploadID.ReplaceAllString(msg, "upload id <id>")
-	msg = reQuery.ReplaceAllString(msg, "$1")
 	msg = reRequestID.ReplaceAllString(msg, "$1$2<id>")
 	msg = reUUID.ReplaceAllString(msg, "<id>")
 	msg = reTime.ReplaceAllString(msg, "<time>")

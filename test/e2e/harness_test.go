@@ -199,6 +199,14 @@ func (s *stack) kubectl(stdin string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// injectLayer applies f to the layer of the next sync: a sync GETs two
+// blobs, the image config (small) and then the layer, so the fault goes
+// to the second blob GET (the first passes untouched).
+func (s *stack) injectLayer(f servers.Fault) {
+	s.proxy.Inject(func(w http.ResponseWriter, r *http.Request, next http.Handler) { next.ServeHTTP(w, r) }, 1, servers.BlobGET)
+	s.proxy.Inject(f, 1, servers.BlobGET)
+}
+
 // image is the reference catalogs pull: through the proxy.
 func (s *stack) image(repoTag string) string { return s.proxy.Host + "/" + repoTag }
 

@@ -31,7 +31,7 @@ func TestKillMidSync(t *testing.T) {
 	defer rd.finish()
 
 	// Slow the blob a little so the kill lands mid-pull on any machine.
-	s.proxy.Inject(servers.Throttle(8<<20), 1, servers.BlobGET)
+	s.injectLayer(servers.Throttle(8 << 20))
 	d1 := s.push("acme/big:v1", imagebuild.FromDir(big, "/configs"))
 	var phase string
 	var done int64

@@ -61,7 +61,7 @@ func TestStoreAndAPIServerOutages(t *testing.T) {
 	t.Run("apiserver stopped mid-sync", func(t *testing.T) {
 		// The layer crawls (200 KB/s) so the apiserver is down for most
 		// of the pull.
-		s.proxy.Inject(servers.Throttle(200_000), 1, servers.BlobGET)
+		s.injectLayer(servers.Throttle(200_000))
 		d2 := s.push("acme/outage:v1", imagebuild.FromDir(generated(t, fbcDir("community-v4.21-3pkgs"), 51), "/configs"))
 		var v view
 		eventually(t, "the pull to start", 60*time.Second, func() bool {

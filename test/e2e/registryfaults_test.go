@@ -15,7 +15,7 @@ import (
 // the ClusterCatalog, then Succeeded; the timings are logged for
 // docs/reliability.md.
 func TestRegistryFaults(t *testing.T) {
-	s := newStack(t, options{})
+	s := newStack(t, options{args: []string{"--stall-timeout", "2s"}})
 	s.createCatalog("faulty", "acme/faulty:v1")
 	d := s.push("acme/faulty:v1", imagebuild.FromDir(fbcDir("tiny"), "/configs"))
 	s.waitServing("faulty", d, 60*time.Second)
@@ -36,11 +36,14 @@ func TestRegistryFaults(t *testing.T) {
 			s.proxy.Inject(servers.TooManyRequests(3*time.Second), 1, servers.ManifestHEAD)
 		}, 2, true, false, "429", 3 * time.Second},
 		{"connection reset after 64 KiB of the layer", func() {
-			s.proxy.Inject(servers.ResetAfter(64<<10), 1, servers.BlobGET)
+			s.injectLayer(servers.ResetAfter(64 << 10))
 		}, 30, true, true, "", 0},
-		{"connection reset after 64 KiB, 6 times in a row", func() {
+		{"connection reset after 64 KiB on the next 6 blob GETs (config and layer of each attempt)", func() {
 			s.proxy.Inject(servers.ResetAfter(64<<10), 6, servers.BlobGET)
 		}, 32, true, true, "", 0},
+		{"registry stops sending after 64 KiB of the layer (stall timeout 2 s)", func() {
+			s.injectLayer(servers.StallAfter(64 << 10))
+		}, 33, true, false, "registry stalled", 0},
 		{"layer served at 100 KB/s", func() {
 			s.proxy.Inject(servers.Throttle(100_000), 0, servers.BlobGET)
 		}, 60, false, false, "", 0},

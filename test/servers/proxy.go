@@ -414,6 +414,40 @@ func (w *throttleWriter) Write(b []byte) (int, error) {
 
 func (w *throttleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// StallAfter forwards the request and passes on the response headers and
+// the first n bytes of the body, then sends nothing more (the connection
+// stays open) until the client gives up. With n < 0 not even the headers
+// are sent: the server looks hung.
+func StallAfter(n int64) Fault {
+	return func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if n < 0 {
+			<-r.Context().Done()
+			return
+		}
+		next.ServeHTTP(&stallWriter{ResponseWriter: w, ctx: r.Context(), left: n}, r)
+	}
+}
+
+type stallWriter struct {
+	http.ResponseWriter
+	ctx  context.Context
+	left int64
+}
+
+func (w *stallWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) <= w.left {
+		w.left -= int64(len(b))
+		return w.ResponseWriter.Write(b)
+	}
+	n, _ := w.ResponseWriter.Write(b[:w.left])
+	w.left = 0
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+	<-w.ctx.Done()
+	return n, w.ctx.Err()
+}
+
+func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // ThrottleUpload forwards the request with its body read at about
 // bytesPerSec: a slow link towards the server (an object store taking an
 // upload).
