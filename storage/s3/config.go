@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 )
 
 // Environment variables read by ConfigFromEnv. Credentials are not among
@@ -17,6 +18,7 @@ const (
 	EnvRegion    = "CATALOGSYNC_S3_REGION"
 	EnvPrefix    = "CATALOGSYNC_S3_PREFIX"
 	EnvPathStyle = "CATALOGSYNC_S3_PATH_STYLE"
+	EnvStall     = "CATALOGSYNC_S3_STALL_TIMEOUT"
 )
 
 // ConfigFromEnv reads the CATALOGSYNC_S3_* variables. A Config without
@@ -35,6 +37,13 @@ func ConfigFromEnv() (Config, error) {
 		}
 		c.PathStyle = b
 	}
+	if v := os.Getenv(EnvStall); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return c, fmt.Errorf("s3: %s=%q is not a duration: %w", EnvStall, v, ErrConfig)
+		}
+		c.StallTimeout = d
+	}
 	return c, nil
 }
 
@@ -50,4 +59,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Region, "s3-region", c.Region, "S3 region (env "+EnvRegion+", else AWS_REGION; us-east-1 with --s3-endpoint)")
 	fs.StringVar(&c.Prefix, "s3-prefix", c.Prefix, "key prefix inside the bucket, so deployments can share it (env "+EnvPrefix+")")
 	fs.BoolVar(&c.PathStyle, "s3-path-style", c.PathStyle, "path-style bucket addressing, as MinIO needs (env "+EnvPathStyle+")")
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	fs.DurationVar(&c.StallTimeout, "s3-stall-timeout", c.StallTimeout, "how long the store may send nothing (no response, no byte of a body either way) before a request fails (env "+EnvStall+")")
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/catalogsync/catalogsync/internal/stall"
 	"github.com/catalogsync/catalogsync/storage"
 )
 
@@ -101,7 +102,15 @@ type Config struct {
 	MaxAttempts int `json:"maxAttempts,omitempty"`
 	// HTTPClient replaces the SDK's HTTP client (tests, custom TLS).
 	HTTPClient *http.Client `json:"-"`
+	// StallTimeout fails a request once the service has sent nothing (no
+	// response, no byte of a body either way) for this long, so a hung
+	// store cannot hold a sync or a reader for ever. 0 means
+	// DefaultStallTimeout; negative, never.
+	StallTimeout time.Duration `json:"stallTimeout,omitempty"`
 }
+
+// DefaultStallTimeout is Config.StallTimeout's default.
+const DefaultStallTimeout = time.Minute
 
 // Store is a storage.Store in an S3 bucket.
 type Store struct {
@@ -193,7 +202,12 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("s3: endpoint %q is not a URL like https://host:port: %w", cfg.Endpoint, ErrConfig)
 		}
 	}
+	stallAfter := cfg.StallTimeout
+	if stallAfter == 0 {
+		stallAfter = DefaultStallTimeout
+	}
 	client := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
+		o.HTTPClient = stall.Client(o.HTTPClient, stallAfter)
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}

@@ -23,6 +23,8 @@ import (
 	"github.com/regclient/regclient/types/manifest"
 	"github.com/regclient/regclient/types/platform"
 	"github.com/regclient/regclient/types/ref"
+
+	"github.com/catalogsync/catalogsync/internal/stall"
 )
 
 // ConfigsLabel names the directory of the image that holds the FBC.
@@ -84,6 +86,13 @@ func WithRetry(limit int, delayInit, delayMax time.Duration) Option {
 // WithLogger sets the logger regclient writes to.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
+// ErrStalled is wrapped by the errors of registry requests that got no
+// traffic for the stall timeout.
+var ErrStalled = stall.ErrStalled
+
+// DefaultStallTimeout is how long a registry may send nothing.
+const DefaultStallTimeout = time.Minute
+
 // WithStallTimeout sets how long a registry may send nothing (no response
 // to a request, no byte of a body) before the request fails with
 // ErrStalled (default DefaultStallTimeout; negative: never).
@@ -123,9 +132,7 @@ func New(opts ...Option) (*Source, error) {
 		t.MaxIdleConnsPerHost = 8
 		base = t
 	}
-	if o.stall > 0 {
-		base = &stallTransport{base: base, d: o.stall}
-	}
+	base = stall.Transport(base, o.stall)
 	ra := &retryAfter{until: map[string]time.Time{}}
 	hc := &http.Client{Transport: &recordingTransport{base: base, ra: ra}}
 

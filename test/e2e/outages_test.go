@@ -14,7 +14,7 @@ import (
 // and come back. Nothing half-written is ever served or published, and
 // the catalog and its status recover by themselves.
 func TestStoreAndAPIServerOutages(t *testing.T) {
-	s := newStack(t, options{ownKube: true, ownMinIO: true, s3Proxy: true})
+	s := newStack(t, options{ownKube: true, ownMinIO: true, s3Proxy: true, args: []string{"--s3-stall-timeout", "2s"}})
 	c := s.replicas[0]
 	s.createCatalog("outage", "acme/outage:v1")
 	d0 := s.push("acme/outage:v1", imagebuild.FromDir(fbcDir("tiny"), "/configs"))
@@ -87,8 +87,33 @@ func TestStoreAndAPIServerOutages(t *testing.T) {
 			st.cond("Progressing").Reason, st.cond("Progressing").Message)
 	})
 
+	t.Run("MinIO hangs mid-publish", func(t *testing.T) {
+		// Uploads crawl, then MinIO stops answering anything while
+		// keeping connections open (a hung store, not a dead one).
+		s.s3Proxy.Inject(servers.ThrottleUpload(1<<20), 0)
+		rec := s.recordProgressing("outage")
+		d3 := s.push("acme/outage:v1", imagebuild.FromDir(generated(t, fbcDir("community-v4.21-3pkgs"), 52), "/configs"))
+		eventually(t, "the sync to write content", 60*time.Second, func() bool {
+			v := catalogView(t, c.URL, "outage")
+			return v.Running != nil && v.Running.Progress.Phase == "Indexing"
+		})
+		time.Sleep(time.Second)
+		s.s3Proxy.Clear()
+		s.s3Proxy.Inject(servers.StallAfter(-1), 0)
+		hung := time.Now()
+		eventually(t, "Retrying while the store hangs", 60*time.Second, func() bool {
+			return s.status("outage").cond("Progressing").Reason == "Retrying"
+		})
+		t.Logf("Retrying %v after MinIO hung (--s3-stall-timeout 2s): %s", time.Since(hung).Round(time.Millisecond), s.status("outage").cond("Progressing").Message)
+		s.s3Proxy.Clear()
+		back := time.Now()
+		s.waitServing("outage", d3, 2*time.Minute)
+		t.Logf("MinIO answering again; published %s %v later", d3, time.Since(back).Round(time.Millisecond))
+		logTransitions(t, rec())
+	})
+
 	rd.finish()
-	t.Logf("readers during both outages: %s", rd)
+	t.Logf("readers during the outages: %s", rd)
 	if len(rd.broken) > 0 {
 		t.Fatalf("%d incomplete answers, e.g. %s", len(rd.broken), rd.broken[0])
 	}
@@ -101,7 +126,7 @@ func TestStoreAndAPIServerOutages(t *testing.T) {
 	}
 	for _, u := range urls {
 		if len(rd.bodies[u]) > 4 {
-			t.Errorf("%s: %d distinct answers for 3 published catalogs: %v", u, len(rd.bodies[u]), rd.bodies[u])
+			t.Errorf("%s: %d distinct answers for 4 published catalogs: %v", u, len(rd.bodies[u]), rd.bodies[u])
 		}
 	}
 }

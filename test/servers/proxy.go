@@ -421,6 +421,10 @@ func (w *throttleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 func StallAfter(n int64) Fault {
 	return func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		if n < 0 {
+			// Take the request in, so the server notices when the client
+			// gives up (it watches the connection only once the body is
+			// read), then never answer.
+			_, _ = io.Copy(io.Discard, r.Body)
 			<-r.Context().Done()
 			return
 		}
