@@ -43,7 +43,7 @@ func TestRegistryFaults(t *testing.T) {
 		}, 32, true, true, "", 0},
 		{"registry stops sending after 64 KiB of the layer (stall timeout 2 s)", func() {
 			s.injectLayer(servers.StallAfter(64 << 10))
-		}, 33, true, false, "registry stalled", 0},
+		}, 33, true, false, "server stalled: no data", 0},
 		{"layer served at 100 KB/s", func() {
 			s.proxy.Inject(servers.Throttle(100_000), 0, servers.BlobGET)
 		}, 60, false, false, "", 0},
