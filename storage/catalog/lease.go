@@ -157,19 +157,12 @@ func ReadLease(ctx context.Context, s storage.Store, name string) (LeaseRecord, 
 }
 
 func readLease(ctx context.Context, s storage.Store, key string) (LeaseRecord, string, error) {
-	st, err := s.Stat(ctx, key)
-	if err != nil {
-		return LeaseRecord{}, "", fmt.Errorf("catalog: %s: %w", key, err)
-	}
-	b, err := readSmall(ctx, s, key)
-	if err != nil {
-		return LeaseRecord{}, "", fmt.Errorf("catalog: %s: %w", key, err)
-	}
 	var rec LeaseRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return LeaseRecord{}, st.ETag, fmt.Errorf("catalog: %s: %w: %v", key, ErrCorrupt, err)
+	etag, err := readControl(ctx, s, key, &rec)
+	if err != nil {
+		return LeaseRecord{}, etag, err
 	}
-	return rec, st.ETag, nil
+	return rec, etag, nil
 }
 
 func leaseData(r LeaseRecord) []byte {

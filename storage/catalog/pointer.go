@@ -46,22 +46,34 @@ func Current(ctx context.Context, s storage.Store, name string) (Pointer, string
 // so Publish can replace it.
 func readPointer(ctx context.Context, s storage.Store, name string) (Pointer, string, error) {
 	key := catalogPrefix(name) + currentFile
+	var p Pointer
+	etag, err := readControl(ctx, s, key, &p)
+	if err != nil {
+		return Pointer{}, etag, err
+	}
+	if !ValidDigest(p.Digest) {
+		return Pointer{}, etag, fmt.Errorf("catalog: %s: digest %q: %w", key, p.Digest, ErrCorrupt)
+	}
+	return p, etag, nil
+}
+
+// readControl reads the small JSON object at key (a pointer, a lease) into
+// v and returns its ETag, read first so it is never newer than v. Garbage
+// is ErrCorrupt and still comes with its ETag, so a compare-and-swap can
+// replace it.
+func readControl(ctx context.Context, s storage.Store, key string, v any) (string, error) {
 	st, err := s.Stat(ctx, key)
 	if err != nil {
-		return Pointer{}, "", fmt.Errorf("catalog: %s: %w", key, err)
+		return "", fmt.Errorf("catalog: %s: %w", key, err)
 	}
 	b, err := readSmall(ctx, s, key)
 	if err != nil {
-		return Pointer{}, "", fmt.Errorf("catalog: %s: %w", key, err)
+		return "", fmt.Errorf("catalog: %s: %w", key, err)
 	}
-	var p Pointer
-	if err := json.Unmarshal(b, &p); err != nil {
-		return Pointer{}, st.ETag, fmt.Errorf("catalog: %s: %w: %v", key, ErrCorrupt, err)
+	if err := json.Unmarshal(b, v); err != nil {
+		return st.ETag, fmt.Errorf("catalog: %s: %w: %v", key, ErrCorrupt, err)
 	}
-	if !ValidDigest(p.Digest) {
-		return Pointer{}, st.ETag, fmt.Errorf("catalog: %s: digest %q: %w", key, p.Digest, ErrCorrupt)
-	}
-	return p, st.ETag, nil
+	return st.ETag, nil
 }
 
 // Publish points name at p.Digest. The content must be complete
