@@ -223,14 +223,8 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 		}
 	}
 	pointer := catalog.Pointer{Digest: resolved.Digest, Ref: c.Image, ResolvedRef: resolved.Ref, ResolvedAt: poll.Time}
-	reuse := func() (Result, error) {
-		meta, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest)
-		if err == nil && !ok {
-			err = fmt.Errorf("content of %s deleted while in use", resolved.Digest)
-		}
-		if err != nil {
-			return res, storageError(PhaseResolving, err)
-		}
+	// reuse publishes content already stored under the digest.
+	reuse := func(meta catalog.Meta) (Result, error) {
 		t := p.now()
 		rep.emit(Event{Phase: PhasePublishing})
 		if err := p.publish(ctx, c.Name, pointer); err != nil {
@@ -241,20 +235,20 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 		p.recordPoll(ctx, c.Name, poll)
 		return res, nil
 	}
-	if _, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest); err != nil {
+	if meta, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest); err != nil {
 		return res, storageError(PhaseResolving, err)
 	} else if ok {
-		return reuse()
+		return reuse(meta)
 	}
 
 	// Replicas sharing the store all hear the same webhook: one pulls,
 	// the others wait for its content instead of writing it again.
-	lease, err := p.lease(ctx, c.Name, resolved.Digest)
+	lease, stored, err := p.lease(ctx, c.Name, resolved.Digest)
 	if err != nil {
 		return res, err
 	}
 	if lease == nil {
-		return reuse()
+		return reuse(stored)
 	}
 	defer lease.Release(ctx)
 	lctx, cancel := context.WithCancelCause(ctx)
@@ -283,38 +277,39 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 }
 
 // lease takes the catalog's sync lease, waiting while another replica
-// holds it. It returns nil when the digest's content appeared meanwhile
-// (the other replica wrote it).
-func (p *Pipeline) lease(ctx context.Context, name, digest string) (*catalog.Lease, error) {
+// holds it. It returns no lease, and the content's meta, when the digest's
+// content appeared meanwhile (the other replica wrote it).
+func (p *Pipeline) lease(ctx context.Context, name, digest string) (*catalog.Lease, catalog.Meta, error) {
 	logged := false
 	for {
 		l, holder, err := catalog.AcquireLease(ctx, p.store, name, digest, p.holder, p.leaseTTL)
 		if err == nil {
 			// The previous holder may have written this very digest
 			// between our first look and now.
-			if _, ok, err := catalog.HasContent(ctx, p.store, name, digest); err != nil || ok {
+			meta, ok, err := catalog.HasContent(ctx, p.store, name, digest)
+			if err != nil || ok {
 				l.Release(ctx)
 				if err != nil {
-					return nil, storageError(PhasePulling, err)
+					return nil, catalog.Meta{}, storageError(PhasePulling, err)
 				}
-				return nil, nil
+				return nil, meta, nil
 			}
-			return l, nil
+			return l, catalog.Meta{}, nil
 		}
 		if !errors.Is(err, catalog.ErrLeaseHeld) {
-			return nil, storageError(PhasePulling, err)
+			return nil, catalog.Meta{}, storageError(PhasePulling, err)
 		}
 		if !logged {
 			p.log.Info("another replica is syncing this catalog; waiting for it", "catalog", name,
 				"replica", holder.Replica, "itsDigest", holder.Digest, "digest", digest)
 			logged = true
 		}
-		if _, ok, err := catalog.HasContent(ctx, p.store, name, digest); err == nil && ok {
-			return nil, nil
+		if meta, ok, err := catalog.HasContent(ctx, p.store, name, digest); err == nil && ok {
+			return nil, meta, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, &Error{Phase: PhasePulling, Reason: ReasonCanceled, Retryable: true, Err: ctx.Err()}
+			return nil, catalog.Meta{}, &Error{Phase: PhasePulling, Reason: ReasonCanceled, Retryable: true, Err: ctx.Err()}
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -511,12 +506,9 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 		})
 		if err != nil {
 			wg.Wait()
-			if errors.Is(err, source.ErrCompression) {
-				// The data is not what the manifest says: pulling it
-				// again cannot help.
-				return catalog.Meta{}, pulled, &Error{Phase: PhasePulling, Reason: ReasonNotCatalogImage, Err: err}
-			}
-			return catalog.Meta{}, pulled, registryError(PhasePulling, err)
+			// Classified as at the layer's end: data that is not what
+			// the manifest says is terminal, transfer trouble retryable.
+			return catalog.Meta{}, pulled, layerError(err)
 		}
 		err = u.Layer(lr, handle)
 		if err == nil {
