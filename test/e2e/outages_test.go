@@ -28,17 +28,24 @@ func TestStoreAndAPIServerOutages(t *testing.T) {
 	rd := startReaders(urls, 2, 0)
 	defer rd.finish()
 
-	t.Run("MinIO stopped mid-publish", func(t *testing.T) {
-		// Uploads crawl (1 MB/s) so MinIO can be stopped while the
-		// catalog's content is being written.
+	// midUpload pushes a new catalog (copies of the 3-package one) with
+	// uploads to MinIO crawling at 1 MB/s and returns its digest once the
+	// sync is well into writing the content.
+	midUpload := func(t *testing.T, copies int) string {
+		t.Helper()
 		s.s3Proxy.Inject(servers.ThrottleUpload(1<<20), 0)
-		rec := s.recordProgressing("outage")
-		d1 := s.push("acme/outage:v1", imagebuild.FromDir(generated(t, fbcDir("community-v4.21-3pkgs"), 50), "/configs"))
+		d := s.push("acme/outage:v1", imagebuild.FromDir(generated(t, fbcDir("community-v4.21-3pkgs"), copies), "/configs"))
 		eventually(t, "the sync to write content", 60*time.Second, func() bool {
 			v := catalogView(t, c.URL, "outage")
 			return v.Running != nil && v.Running.Progress.Phase == "Indexing"
 		})
 		time.Sleep(time.Second) // well into the upload
+		return d
+	}
+
+	t.Run("MinIO stopped mid-publish", func(t *testing.T) {
+		rec := s.recordProgressing("outage")
+		d1 := midUpload(t, 50)
 		s.minio.Stop()
 		stopped := time.Now()
 		t.Logf("MinIO stopped while indexing %s", d1)
@@ -88,16 +95,10 @@ func TestStoreAndAPIServerOutages(t *testing.T) {
 	})
 
 	t.Run("MinIO hangs mid-publish", func(t *testing.T) {
-		// Uploads crawl, then MinIO stops answering anything while
-		// keeping connections open (a hung store, not a dead one).
-		s.s3Proxy.Inject(servers.ThrottleUpload(1<<20), 0)
+		// Then MinIO stops answering anything while keeping connections
+		// open (a hung store, not a dead one).
 		rec := s.recordProgressing("outage")
-		d3 := s.push("acme/outage:v1", imagebuild.FromDir(generated(t, fbcDir("community-v4.21-3pkgs"), 52), "/configs"))
-		eventually(t, "the sync to write content", 60*time.Second, func() bool {
-			v := catalogView(t, c.URL, "outage")
-			return v.Running != nil && v.Running.Progress.Phase == "Indexing"
-		})
-		time.Sleep(time.Second)
+		d3 := midUpload(t, 52)
 		s.s3Proxy.Clear()
 		s.s3Proxy.Inject(servers.StallAfter(-1), 0)
 		hung := time.Now()
