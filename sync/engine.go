@@ -46,13 +46,15 @@ const (
 // Operation is one sync the engine ran or will run. Triggers that arrive
 // while a sync is queued join its operation instead of making another.
 type Operation struct {
-	ID       string    `json:"id"`
-	Catalog  string    `json:"catalog"`
-	Reasons  []string  `json:"reasons"`
-	State    OpState   `json:"state"`
-	Created  time.Time `json:"created"`
-	Started  time.Time `json:"started,omitzero"`
-	Finished time.Time `json:"finished,omitzero"`
+	ID      string   `json:"id"`
+	Catalog string   `json:"catalog"`
+	Reasons []string `json:"reasons"`
+	// MoreReasons counts the triggers that joined past MaxReasons.
+	MoreReasons int       `json:"moreReasons,omitempty"`
+	State       OpState   `json:"state"`
+	Created     time.Time `json:"created"`
+	Started     time.Time `json:"started,omitzero"`
+	Finished    time.Time `json:"finished,omitzero"`
 	// Progress is the last event seen while running.
 	Progress *Event  `json:"progress,omitempty"`
 	Result   *Result `json:"result,omitempty"`
@@ -229,16 +231,15 @@ func (e *Engine) Trigger(ctx context.Context, name, reason string) (Operation, e
 	defer e.mu.Unlock()
 	st := e.state(name)
 	if st.queued != nil {
-		if !slices.Contains(st.queued.Reasons, reason) {
-			st.queued.Reasons = append(st.queued.Reasons, reason)
-		}
+		st.queued.addReason(reason)
 		st.notBefore = time.Now().Add(e.settle)
 		if limit := st.queued.Created.Add(e.maxSettle); st.notBefore.After(limit) {
 			st.notBefore = limit
 		}
 		return *st.queued, nil
 	}
-	op := &Operation{ID: newID(), Catalog: name, Reasons: []string{reason}, State: OpQueued, Created: time.Now()}
+	op := &Operation{ID: newID(), Catalog: name, State: OpQueued, Created: time.Now()}
+	op.addReason(reason)
 	st.notBefore = time.Now().Add(e.settle)
 	e.ops[op.ID] = op
 	// An explicit trigger supersedes a planned retry: run now.
@@ -330,7 +331,7 @@ func (e *Engine) finish(c Catalog, op *Operation, res Result, se *Error) {
 	st := e.state(c.Name)
 	op.Finished = e.now()
 	if se != nil {
-		op.State, op.Error = OpFailed, se
+		op.State, op.Error = OpFailed, boundedError(se)
 		st.failures++
 	} else {
 		r := res

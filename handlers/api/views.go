@@ -63,6 +63,7 @@ type Operation struct {
 	Catalog         string      `json:"catalog"`
 	State           string      `json:"state"`
 	Reasons         []string    `json:"reasons"`
+	MoreReasons     int         `json:"moreReasons,omitempty"`
 	Created         time.Time   `json:"created"`
 	Started         time.Time   `json:"started,omitzero"`
 	Finished        time.Time   `json:"finished,omitzero"`
@@ -126,7 +127,7 @@ func operationView(op *csync.Operation) *Operation {
 		return nil
 	}
 	v := &Operation{
-		ID: op.ID, Catalog: op.Catalog, State: string(op.State), Reasons: op.Reasons,
+		ID: op.ID, Catalog: op.Catalog, State: string(op.State), Reasons: op.Reasons, MoreReasons: op.MoreReasons,
 		Created: utc(op.Created), Started: utc(op.Started), Finished: utc(op.Finished),
 		Progress: progressView(op.Progress), Result: resultView(op.Result), Error: errorView(op.Error),
 	}
@@ -169,6 +170,9 @@ func resultView(r *csync.Result) *SyncResult {
 	return v
 }
 
+// maxErrorMessage bounds an error message in an answer.
+const maxErrorMessage = 2048
+
 func errorView(e *csync.Error) *SyncError {
 	if e == nil {
 		return nil
@@ -178,6 +182,8 @@ func errorView(e *csync.Error) *SyncError {
 		// The reason, phase and kind have fields of their own.
 		v.Message = e.Err.Error()
 	}
+	// Registry and store errors may quote what the server answered.
+	v.Message = csync.TruncateUTF8(v.Message, maxErrorMessage)
 	if e.RetryAfter > 0 {
 		v.RetryAfterSeconds = seconds(e.RetryAfter)
 	}

@@ -189,7 +189,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	polled := false
 	for _, ev := range evs {
 		log := h.log.With("type", ev.Type(), "source", ev.Source(), "id", ev.ID())
-		// CloudEvents ids are unique per source.
+		if err := checkEvent(ev); err != nil {
+			if errors.Is(err, webhook.ErrIgnored) {
+				log.Debug("cloudevent ignored", "reason", err)
+			} else {
+				bad = append(bad, err.Error())
+			}
+			continue
+		}
+		// CloudEvents ids are unique per source. Recorded only for events
+		// of a type this endpoint acts on, within the length bounds.
 		if h.seen.Seen(ev.Source() + "#" + ev.ID()) {
 			log.Debug("duplicate cloudevent ignored")
 			continue
@@ -209,6 +218,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// maxAttrBytes bounds the id, source and subject of an event: they end up
+// in the duplicate window, trigger reasons and logs. Longer ones are
+// refused (400) rather than cut, so two long ids cannot collide.
+const maxAttrBytes = 1024
+
+// checkEvent refuses events whose attributes are too long, and ignores
+// (before anything is recorded) events of types this endpoint never acts on.
+func checkEvent(ev event.Event) error {
+	for _, a := range []struct{ name, v string }{{"id", ev.ID()}, {"source", ev.Source()}, {"subject", ev.Subject()}} {
+		if len(a.v) > maxAttrBytes {
+			return fmt.Errorf("%w: event %s of %d bytes (at most %d)", webhook.ErrMalformed, a.name, len(a.v), maxAttrBytes)
+		}
+	}
+	switch t := ev.Type(); t {
+	case PingType, APIServerResourceAdd, APIServerResourceUpdate, APIServerRefAdd, APIServerRefUpdate:
+		return nil
+	case APIServerResourceDelete, APIServerRefDelete:
+		return fmt.Errorf("%w: deletions are the engine's to notice", webhook.ErrIgnored)
+	default:
+		if webhook.IsPushEventType(t) {
+			return nil
+		}
+		return fmt.Errorf("%w: event type %s", webhook.ErrIgnored, t)
+	}
 }
 
 // handle acts on one event; errors wrap webhook.ErrIgnored or ErrMalformed.
@@ -233,8 +268,6 @@ func (h *Handler) handle(ctx context.Context, ev event.Event, polled *bool, log 
 		log.Info("sync triggered", "catalog", name)
 		h.trig.Trigger(ctx, name, fmt.Sprintf("cloudevent %s %s", t, ev.Subject()))
 		return nil
-	case APIServerResourceDelete, APIServerRefDelete:
-		return fmt.Errorf("%w: deletions are the engine's to notice", webhook.ErrIgnored)
 	}
 	pushes, err := webhook.PushesFromCloudEvent(ev)
 	if err != nil {

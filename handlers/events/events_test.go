@@ -363,3 +363,33 @@ func TestEventsNoPoller(t *testing.T) {
 		t.Fatal("no lister accepted")
 	}
 }
+
+// TestEventsIDsBounded: ids, sources and subjects longer than
+// maxAttrBytes are refused before anything is recorded, and events of a
+// type the endpoint ignores leave no id behind that could shadow a later
+// event (the window is keyed by source and id).
+func TestEventsIDsBounded(t *testing.T) {
+	h, e := newHandler(t, Config{}, catalogs)
+	long := strings.Repeat("i", 256<<10)
+	for _, hdr := range []string{"Ce-Id", "Ce-Source", "Ce-Subject"} {
+		r := request(t, "apiserver-resource-add")
+		r.Header.Set(hdr, long)
+		if w := serve(h, r); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "at most 1024") {
+			t.Fatalf("%s of 256 KiB: %d %q", hdr, w.Code, w.Body.String())
+		}
+	}
+	if h.seen.Len() != 0 {
+		t.Fatalf("%d ids recorded for refused events", h.seen.Len())
+	}
+	// An event of an unknown type with the ping's source and id...
+	r := request(t, "knative-pingsource-ping")
+	r.Header.Set("Ce-Type", "com.example.unknown")
+	if w := serve(h, r); w.Code != 202 {
+		t.Fatalf("unknown type: %d", w.Code)
+	}
+	// ...does not make the ping itself a duplicate.
+	serve(h, request(t, "knative-pingsource-ping"))
+	if trig, polls := e.state(); len(trig) != 0 || polls != 1 || h.seen.Len() != 1 {
+		t.Fatalf("triggers %v, polls %d, ids %d", trig, polls, h.seen.Len())
+	}
+}

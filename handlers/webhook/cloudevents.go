@@ -116,6 +116,13 @@ func PushesFromCloudEvent(ev event.Event) ([]Push, error) {
 	return pushesFromCloudEvent(ev, ceOptions{harbor: true, zot: true, acr: true})
 }
 
+// IsPushEventType reports whether PushesFromCloudEvent reads events of
+// type t, so callers can tell an event they will act on before they
+// record its id.
+func IsPushEventType(t string) bool {
+	return t == HarborArtifactPushed || t == ZotImageUpdated || t == ACRImagePushed
+}
+
 func pushesFromCloudEvent(ev event.Event, o ceOptions) ([]Push, error) {
 	t := ev.Type()
 	switch {

@@ -1,34 +1,41 @@
 package webhook
 
 import (
-	"container/list"
+	"crypto/sha256"
 	stdsync "sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // Dedupe remembers delivery ids for a while, so a redelivered notification
-// does not trigger again. It is bounded: past max ids the oldest are
-// forgotten, and ids expire after ttl. Safe for concurrent use.
+// does not trigger again. It is bounded in bytes, whatever the senders
+// send: ids are kept as their SHA-256 (32 bytes each, however long the id),
+// past max ids the least recently seen are forgotten, and ids expire after
+// ttl. Safe for concurrent use.
+//
+// The LRU is golang-lru's; expiry is ours rather than its expirable
+// variant's, because that one reads the wall clock, and the windows here
+// are tested with a fake one.
 type Dedupe struct {
 	mu  stdsync.Mutex
-	max int
 	ttl time.Duration
 	now func() time.Time
-	ll  *list.List // front: most recently recorded
-	m   map[string]*list.Element
+	lru *simplelru.LRU[[sha256.Size]byte, time.Time]
 }
 
-type dedupeEntry struct {
-	id string
-	at time.Time
-}
+// DedupeEntryBytes bounds the memory one remembered id takes (key, time
+// and the LRU's list and map overhead), so a window of max ids takes at
+// most max*DedupeEntryBytes.
+const DedupeEntryBytes = 160
 
 // NewDedupe returns a Dedupe holding at most max ids for ttl each.
 func NewDedupe(max int, ttl time.Duration) *Dedupe {
 	if max <= 0 {
 		max = 1
 	}
-	return &Dedupe{max: max, ttl: ttl, now: time.Now, ll: list.New(), m: map[string]*list.Element{}}
+	l, _ := simplelru.NewLRU[[sha256.Size]byte, time.Time](max, nil) // err only for max <= 0
+	return &Dedupe{ttl: ttl, now: time.Now, lru: l}
 }
 
 // SetClock replaces time.Now (tests).
@@ -55,40 +62,30 @@ func (d *Dedupe) Seen(ids ...string) bool {
 			all = false
 			continue
 		}
-		if e, ok := d.m[id]; ok {
-			ent := e.Value.(*dedupeEntry)
-			if now.Sub(ent.at) < d.ttl {
-				// The window runs from the first delivery: a sender that
-				// keeps redelivering is heard again once it has passed.
-				d.ll.MoveToFront(e)
-				continue
-			}
-			ent.at = now
-			d.ll.MoveToFront(e)
-			all = false
+		k := sha256.Sum256([]byte(id))
+		// The window runs from the first delivery: a sender that keeps
+		// redelivering is heard again once it has passed. Get keeps the id
+		// recent without moving its window.
+		if at, ok := d.lru.Get(k); ok && now.Sub(at) < d.ttl {
 			continue
 		}
-		d.m[id] = d.ll.PushFront(&dedupeEntry{id: id, at: now})
+		d.lru.Add(k, now)
 		all = false
 	}
-	for d.ll.Len() > d.max {
-		d.remove(d.ll.Back())
-	}
 	// Drop expired entries from the old end so memory follows the traffic.
-	for e := d.ll.Back(); e != nil && now.Sub(e.Value.(*dedupeEntry).at) >= d.ttl; e = d.ll.Back() {
-		d.remove(e)
+	for {
+		_, at, ok := d.lru.GetOldest()
+		if !ok || now.Sub(at) < d.ttl {
+			break
+		}
+		d.lru.RemoveOldest()
 	}
 	return all
-}
-
-func (d *Dedupe) remove(e *list.Element) {
-	delete(d.m, e.Value.(*dedupeEntry).id)
-	d.ll.Remove(e)
 }
 
 // Len returns how many ids are remembered.
 func (d *Dedupe) Len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.ll.Len()
+	return d.lru.Len()
 }

@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,5 +59,32 @@ func TestDedupeBoundUnderLoad(t *testing.T) {
 	}
 	if !d.Seen("9999") || d.Seen("0") {
 		t.Fatal("kept the wrong ids")
+	}
+}
+
+// TestDedupeBoundedInBytes: a window full of 256 KiB ids holds their
+// hashes, not the ids: 600 of them (150 MiB of ids) leave well under a
+// MiB behind.
+func TestDedupeBoundedInBytes(t *testing.T) {
+	d := NewDedupe(4096, time.Hour)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for i := range 600 {
+		id := strings.Repeat("x", 256<<10) + fmt.Sprint(i)
+		if d.Seen(id) {
+			t.Fatalf("id %d seen before", i)
+		}
+	}
+	grown := int64(heap()) - int64(before)
+	if d.Len() != 600 || grown > 600*DedupeEntryBytes*4 {
+		t.Fatalf("%d ids, heap grew %d bytes", d.Len(), grown)
+	}
+	if !d.Seen(strings.Repeat("x", 256<<10) + "7") {
+		t.Fatal("a remembered long id is seen")
 	}
 }
