@@ -125,6 +125,7 @@ func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	keep := fset.Int("keep", catalog.DefaultKeep, "non-current digests kept per catalog besides the current one")
 	maxInactive := fset.String("max-inactive-bytes", "0", "cap on non-current content over all catalogs, least recent deleted first: bytes, or with K/M/G/Ki/Mi/Gi (0: no cap)")
 	grace := fset.Duration("grace", catalog.DefaultGrace, "how long content must be out of reach before it is deleted (0: no wait)")
+	unconf := fset.Duration("unconfigured-age", catalog.DefaultUnconfiguredAge, "with --config: how long a catalog it does not list must have been untouched by every replica (no publish, poll or mark) before it is deleted (0: the grace period alone)")
 	leftoverAge := fset.Duration("leftover-age", catalog.DefaultLeftoverAge, "age from which interrupted uploads and temp files are removed (0: any age, even uploads in progress)")
 	dryRun := fset.Bool("dry-run", false, "print what would be deleted; delete nothing")
 	asJSON := fset.Bool("json", false, "print the report as JSON")
@@ -142,8 +143,8 @@ func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{"--max-inactive-bytes: " + err.Error()}
 	}
-	if *keep < 0 || *grace < 0 || *leftoverAge < 0 {
-		return usageError{"--keep, --grace and --leftover-age must not be negative"}
+	if *keep < 0 || *grace < 0 || *leftoverAge < 0 || *unconf < 0 {
+		return usageError{"--keep, --grace, --unconfigured-age and --leftover-age must not be negative"}
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -152,7 +153,7 @@ func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	// GCOptions' zero values mean "default"; here 0 means 0.
 	opts := catalog.GCOptions{
-		Keep: *keep, MaxInactiveBytes: maxBytes, Grace: *grace, LeftoverAge: *leftoverAge,
+		Keep: *keep, MaxInactiveBytes: maxBytes, Grace: *grace, LeftoverAge: *leftoverAge, UnconfiguredAge: *unconf,
 		DryRun: *dryRun, Log: log,
 	}
 	if opts.Keep == 0 {
@@ -163,6 +164,9 @@ func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if opts.LeftoverAge == 0 {
 		opts.LeftoverAge = -1
+	}
+	if opts.UnconfiguredAge == 0 {
+		opts.UnconfiguredAge = -1
 	}
 	if *cfgPath != "" {
 		cfg, err := loadConfig(*cfgPath)

@@ -38,6 +38,7 @@ type serveFlags struct {
 	gcEvery   time.Duration
 	gcKeep    int
 	gcGrace   time.Duration
+	gcUnconf  time.Duration
 	readLimit time.Duration
 
 	clusterCatalogs bool
@@ -59,6 +60,7 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
 	fset.DurationVar(&f.readLimit, "read-timeout", envDuration("CATALOGSYNC_READ_TIMEOUT", 30*time.Second), "longest time to read a request, body included (env CATALOGSYNC_READ_TIMEOUT)")
 	fset.IntVar(&f.gcKeep, "gc-keep", envInt("CATALOGSYNC_GC_KEEP", catalog.DefaultKeep), "non-current digests GC keeps per catalog besides the current one (env CATALOGSYNC_GC_KEEP)")
+	fset.DurationVar(&f.gcUnconf, "gc-unconfigured-age", envDuration("CATALOGSYNC_GC_UNCONFIGURED_AGE", catalog.DefaultUnconfiguredAge), "how long a stored catalog that is not configured here must be untouched by every replica before GC deletes it (env CATALOGSYNC_GC_UNCONFIGURED_AGE)")
 	fset.DurationVar(&f.gcGrace, "gc-grace", envDuration("CATALOGSYNC_GC_GRACE", catalog.DefaultGrace), "how long content must be out of reach before GC deletes it, so readers that found it finish (env CATALOGSYNC_GC_GRACE)")
 }
 
@@ -220,9 +222,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		defer close(pollDone)
 		engine.RunScheduler(ctx, sf.pollEvery)
 	}()
-	if sf.gcEvery > 0 {
-		go runGC(ctx, log, store, gcNames, sf.gcEvery, sf.gcPolicy())
-	}
+	go runGC(ctx, log, store, gcNames, sf.gcEvery, sf.gcPolicy())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -301,40 +301,63 @@ func (w webhookCatalogs) Catalogs() []webhook.Catalog {
 // gcPolicy maps the flags to GCOptions, whose zero values mean defaults:
 // 0 given on the command line means none.
 func (f *serveFlags) gcPolicy() catalog.GCOptions {
-	o := catalog.GCOptions{Keep: f.gcKeep, Grace: f.gcGrace}
+	o := catalog.GCOptions{Keep: f.gcKeep, Grace: f.gcGrace, UnconfiguredAge: f.gcUnconf}
 	if o.Keep == 0 {
 		o.Keep = -1
 	}
 	if o.Grace == 0 {
 		o.Grace = -1
 	}
+	if o.UnconfiguredAge == 0 {
+		o.UnconfiguredAge = -1
+	}
 	return o
 }
 
 // runGC deletes, every interval, content that no configured catalog
-// needs any more, with the default keep and grace policy.
+// needs any more, with the default keep and grace policy. Before each run,
+// and even with GC disabled here (every <= 0), it marks the catalogs this
+// replica configures, so GC run by a replica with another list keeps them.
 func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs func() ([]string, bool), every time.Duration, policy catalog.GCOptions) {
-	t := time.NewTicker(every)
+	age := policy.UnconfiguredAge
+	if age <= 0 {
+		age = catalog.DefaultUnconfiguredAge
+	}
+	fresh := max(age/4, time.Second)
+	tick := every
+	if tick <= 0 || tick > fresh {
+		tick = fresh
+	}
+	t := time.NewTicker(tick)
 	defer t.Stop()
+	lastGC := time.Now() // the first GC runs an interval after start
 	for {
+		// Read the set right before each run, so a catalog created since
+		// the last one is not taken for a deleted one.
+		if names, ok := catalogs(); ok {
+			if err := catalog.MarkConfigured(ctx, store, names, fresh); err != nil {
+				log.Warn("gc: marking configured catalogs", "err", err)
+			}
+			if every > 0 && time.Since(lastGC) >= every {
+				runGCOnce(ctx, log, store, names, policy)
+				lastGC = time.Now()
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		// Read the set right before each run, so a catalog created since
-		// the last one is not taken for a deleted one.
-		names, ok := catalogs()
-		if !ok {
-			continue
-		}
-		opts := policy
-		opts.Catalogs, opts.Log = names, log
-		rep, err := catalog.GC(ctx, store, opts)
-		if err != nil {
-			log.Warn("gc", "err", err)
-			continue
-		}
-		log.Info("gc done", "deleted", len(rep.Deleted), "freedBytes", rep.DeletedBytes)
 	}
+}
+
+func runGCOnce(ctx context.Context, log *slog.Logger, store storage.Store, names []string, policy catalog.GCOptions) {
+	opts := policy
+	opts.Catalogs, opts.Log = names, log
+	rep, err := catalog.GC(ctx, store, opts)
+	if err != nil {
+		log.Warn("gc", "err", err)
+		return
+	}
+	log.Info("gc done", "deleted", len(rep.Deleted), "freedBytes", rep.DeletedBytes)
 }

@@ -17,9 +17,13 @@ package catalog
 //     once inactive for Grace; the size cap may cut into the Keep newest.
 //   - Incomplete content (no meta.json: an aborted or dead writer) goes
 //     once nothing under it was written for Grace.
-//   - With Catalogs set, a catalog not in it goes entirely (pointer first)
-//     once none of its objects was written for Grace: a configured
-//     catalog refreshes lastpoll at every poll, a removed one does not.
+//   - With Catalogs set (and not empty), a catalog not in it goes entirely
+//     (pointer first) once none of its objects was written for
+//     UnconfiguredAge (24h): replicas with another list (a rolling update,
+//     a shared bucket) keep the catalogs they configure touched, by
+//     publishing and polling them and with MarkConfigured. No list, or an
+//     empty one, never deletes a catalog: it says nothing about what is
+//     wanted.
 //   - Interrupted writes under catalogs/ kept outside the keys (S3
 //     multipart uploads, the fs backend's temp files) go once older than
 //     LeftoverAge, for stores that implement LeftoverCleaner.
@@ -62,6 +66,9 @@ const (
 	DefaultKeep        = 2
 	DefaultGrace       = time.Hour
 	DefaultLeftoverAge = 24 * time.Hour
+	// DefaultUnconfiguredAge is how long a catalog missing from the list
+	// must have been untouched before it is deleted.
+	DefaultUnconfiguredAge = 24 * time.Hour
 )
 
 // GCOptions configures GC. The zero value is a safe policy: the defaults,
@@ -81,9 +88,14 @@ type GCOptions struct {
 	// removed: 0 means DefaultLeftoverAge, negative any age.
 	LeftoverAge time.Duration
 	// Catalogs is the configured set of catalog names: catalogs not in it
-	// are deleted. nil deletes no catalog (an empty, non-nil set deletes
-	// them all).
+	// are deleted once untouched for UnconfiguredAge. nil or empty deletes
+	// no catalog.
 	Catalogs []string
+	// UnconfiguredAge is how long a catalog not in Catalogs must have had
+	// no object written (no publish, poll record, lease or MarkConfigured
+	// by any replica) before it is deleted; never less than Grace. 0 means
+	// DefaultUnconfiguredAge, negative Grace alone.
+	UnconfiguredAge time.Duration
 	// DryRun deletes nothing; the report lists what would go.
 	DryRun bool
 	// Log receives a line per deletion (default: discarded).
@@ -106,6 +118,7 @@ const (
 	GCOverSize       GCReason = "least recent over the inactive size cap"
 	GCIncomplete     GCReason = "incomplete"
 	GCRemovedCatalog GCReason = "catalog no longer configured"
+	GCRecentlyUsed   GCReason = "not configured here, but touched within the unconfigured age"
 	GCLeftover       GCReason = "interrupted write"
 )
 
@@ -191,8 +204,10 @@ type gcRun struct {
 	o     GCOptions
 	now   time.Time
 	grace time.Duration
-	log   *slog.Logger
-	rep   GCReport
+	// unconfigured is how long an unlisted catalog must be untouched.
+	unconfigured time.Duration
+	log          *slog.Logger
+	rep          GCReport
 	// deletes run in order once everything is planned.
 	deletes []func(context.Context) error
 }
@@ -215,6 +230,13 @@ func GC(ctx context.Context, s storage.Store, opts GCOptions) (GCReport, error) 
 	case opts.Grace > 0:
 		r.grace = opts.Grace
 	}
+	r.unconfigured = r.grace
+	switch {
+	case opts.UnconfiguredAge == 0:
+		r.unconfigured = max(r.grace, DefaultUnconfiguredAge)
+	case opts.UnconfiguredAge > 0:
+		r.unconfigured = max(r.grace, opts.UnconfiguredAge)
+	}
 	keep := opts.Keep
 	switch {
 	case keep == 0:
@@ -230,7 +252,10 @@ func GC(ctx context.Context, s storage.Store, opts GCOptions) (GCReport, error) 
 	}
 	cats := gcGroup(infos)
 	var configured map[string]bool
-	if opts.Catalogs != nil {
+	switch {
+	case opts.Catalogs != nil && len(opts.Catalogs) == 0:
+		r.problem("the catalog list is empty: no catalog deleted for being unconfigured")
+	case opts.Catalogs != nil:
 		configured = map[string]bool{}
 		for _, n := range opts.Catalogs {
 			configured[n] = true
@@ -388,12 +413,12 @@ func (r *gcRun) deleted(it GCItem) {
 }
 
 // planRemoval deletes a catalog that is no longer configured, once none of
-// its objects was written for the grace period: the pointer first, so no
-// new reader finds it, then content, meta.json of each digest first.
+// its objects was written for the unconfigured age: the pointer first, so
+// no new reader finds it, then content, meta.json of each digest first.
 func (r *gcRun) planRemoval(c *gcCatalog) {
 	it := GCItem{Catalog: c.name, Keys: gcKeys(c.all), Bytes: c.bytes, InactiveSince: c.newest}
-	if !r.pastGrace(c.newest) {
-		it.Reason = GCInGrace
+	if r.now.Sub(c.newest) < r.unconfigured {
+		it.Reason = GCRecentlyUsed
 		r.keep(it)
 		return
 	}

@@ -358,10 +358,29 @@ func testGCRemovedCatalogs(t *testing.T, s storage.Store) {
 			t.Fatalf("%s deleted without a configured set", n)
 		}
 	}
+	// An empty list says nothing about what is wanted: nothing goes.
+	rep := gcRunT(t, s, GCOptions{Catalogs: []string{}, Now: gcAfterGrace})
+	for _, n := range []string{"keep", "gone", "gone-too", "polled"} {
+		if count(n) == 0 || len(rep.Problems) != 1 {
+			t.Fatalf("%s deleted with an empty configured set (problems %q)", n, rep.Problems)
+		}
+	}
 	// Recently written: kept through the grace period.
-	rep := gcRunT(t, s, GCOptions{Catalogs: []string{"keep"}})
-	if r := gcReasons(rep.Kept); r["gone "] != GCInGrace || count("gone") == 0 {
+	rep = gcRunT(t, s, GCOptions{Catalogs: []string{"keep"}})
+	if r := gcReasons(rep.Kept); r["gone "] != GCRecentlyUsed || count("gone") == 0 {
 		t.Fatalf("removed catalog within grace: %v", r)
+	}
+	// Past the grace period but touched within the unconfigured age, as
+	// during a rolling update whose new replicas list other catalogs:
+	// kept.
+	twoHours := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	rep = gcRunT(t, s, GCOptions{Catalogs: []string{"keep"}, Grace: time.Minute, Now: twoHours})
+	if r := gcReasons(rep.Kept); r["gone "] != GCRecentlyUsed || count("gone") == 0 {
+		t.Fatalf("removed catalog past grace, within the unconfigured age: %v", r)
+	}
+	rep = gcRunT(t, s, GCOptions{Catalogs: []string{"keep"}, Grace: time.Minute, UnconfiguredAge: time.Hour, Now: twoHours, DryRun: true})
+	if r := gcReasons(rep.Deleted); r["gone "] != GCRemovedCatalog {
+		t.Fatalf("UnconfiguredAge of an hour, untouched for two: %v", r)
 	}
 	rep = gcRunT(t, s, GCOptions{Catalogs: []string{"keep"}, Now: gcAfterGrace})
 	r := gcReasons(rep.Deleted)

@@ -1,0 +1,63 @@
+package catalog
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/fs"
+)
+
+// counting counts the Puts that reach a store.
+type counting struct {
+	storage.Store
+	puts int
+}
+
+func (c *counting) Put(ctx context.Context, key string, r io.Reader) (storage.Info, error) {
+	c.puts++
+	return c.Store.Put(ctx, key, r)
+}
+
+// TestMarkConfiguredKeepsCatalogs: a catalog one replica configures, and
+// that nothing publishes or polls, survives GC by a replica that does not
+// list it, as long as the first keeps marking it; marks are rewritten
+// only when stale.
+func TestMarkConfiguredKeepsCatalogs(t *testing.T) {
+	ctx := context.Background()
+	base, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &counting{Store: base}
+	gcHistory(t, s, "quiet", 1)
+	gcHistory(t, s, "mine", 1)
+	// Long after the last publish, the replica that lists "quiet" marks it.
+	later := time.Now().Add(48 * time.Hour)
+	if err := MarkConfigured(ctx, s, []string{"quiet"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	puts := s.puts
+	if err := MarkConfigured(ctx, s, []string{"quiet"}, time.Hour); err != nil || s.puts != puts {
+		t.Fatalf("a fresh mark was rewritten (err %v)", err)
+	}
+	// GC by the other replica, whose clock is past the unconfigured age of
+	// the publish but not of the mark.
+	rep := gcRunT(t, s, GCOptions{Catalogs: []string{"mine"}, Now: func() time.Time { return later.Add(-47 * time.Hour) }})
+	if r := gcReasons(rep.Kept); r["quiet "] != GCRecentlyUsed {
+		t.Fatalf("marked catalog not kept: %v", r)
+	}
+	if _, _, err := Current(ctx, s, "quiet"); err != nil {
+		t.Fatal(err)
+	}
+	// Without marks for the unconfigured age it goes.
+	rep = gcRunT(t, s, GCOptions{Catalogs: []string{"mine"}, Now: func() time.Time { return later }})
+	if r := gcReasons(rep.Deleted); r["quiet "] != GCRemovedCatalog {
+		t.Fatalf("unmarked catalog kept: %v", r)
+	}
+	if MarkConfigured(ctx, s, []string{"../x"}, time.Hour) == nil {
+		t.Fatal("an invalid name is refused")
+	}
+}
