@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -120,8 +119,8 @@ func WithTempDir(dir string) PipelineOption { return func(p *Pipeline) { p.tmpDi
 func WithLogger(l *slog.Logger) PipelineOption { return func(p *Pipeline) { p.log = l } }
 
 // WithReplica names this replica in the store's sync leases (default: the
-// host name). Replicas sharing a store need distinct names; a restarted
-// replica keeps its name, so it takes over the lease its predecessor held.
+// host name). The name is for people (logs, status); a lease belongs to
+// one process whatever its name (catalog.LeaseHolder).
 func WithReplica(id string) PipelineOption {
 	return func(p *Pipeline) {
 		if id != "" {
@@ -158,7 +157,7 @@ func NewPipeline(src *source.Source, store storage.Store, opts ...PipelineOption
 		inline: 4 << 20,
 		log:    slog.New(slog.DiscardHandler),
 		now:    time.Now,
-		holder: catalog.LeaseHolder{Replica: defaultReplica(), Instance: rand.Text()[:12]},
+		holder: catalog.ThisProcess(defaultReplica()),
 	}
 	for _, fn := range opts {
 		fn(p)

@@ -125,7 +125,7 @@ func (c *commonFlags) register(fset *flag.FlagSet) {
 	fset.StringVar(&c.logLevel, "log-level", envOr("CATALOGSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (env CATALOGSYNC_LOG_LEVEL)")
 	fset.BoolVar(&c.noDocker, "no-docker-config", false, "do not read registry credentials from the docker config")
 	fset.DurationVar(&c.stall, "stall-timeout", envDuration("CATALOGSYNC_STALL_TIMEOUT", source.DefaultStallTimeout), "how long a registry may send nothing (no response, no byte of a layer) before the attempt fails and is retried (env CATALOGSYNC_STALL_TIMEOUT)")
-	fset.StringVar(&c.replica, "replica-id", envOr("CATALOGSYNC_REPLICA_ID", ""), "this replica's name in the store's sync leases, distinct per replica sharing a store and kept across restarts (env CATALOGSYNC_REPLICA_ID; default $POD_NAME, else the host name)")
+	fset.StringVar(&c.replica, "replica-id", envOr("CATALOGSYNC_REPLICA_ID", ""), "this replica's name in the store's sync leases and logs; a lease belongs to one process whatever its name (env CATALOGSYNC_REPLICA_ID; default $POD_NAME, else the host name)")
 }
 
 func (c *commonFlags) hosts(extra []source.Host) []source.Host {

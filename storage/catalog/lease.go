@@ -30,12 +30,17 @@ var (
 	ErrLeaseLost = errors.New("sync lease lost to another replica")
 )
 
-// LeaseHolder names a lease's owner: Replica is stable across restarts
-// (pod name), Instance differs for each process, so a restarted replica
-// recognises a lease its dead predecessor left.
+// LeaseHolder names a lease's owner. Instance is unique to one process and
+// is what a lease belongs to: no other process, of the same replica or
+// not, takes over a live lease. Replica is a readable name (the pod's).
+// Host and PID let a process on the same host and in the same PID
+// namespace tell that the holder is gone, and take its lease at once
+// instead of after the TTL. Make one with ThisProcess.
 type LeaseHolder struct {
 	Replica  string `json:"replica"`
 	Instance string `json:"instance"`
+	Host     string `json:"host,omitempty"`
+	PID      int    `json:"pid,omitempty"`
 }
 
 // LeaseRecord is the stored lease.
@@ -60,9 +65,9 @@ type Lease struct {
 
 // AcquireLease takes name's lease for digest, for ttl (0: DefaultLeaseTTL),
 // and keeps renewing it until Release. It fails with ErrLeaseHeld (and
-// returns the holder's record) while another replica's lease is live.
-// Expired leases, and leases of an earlier process of the same replica,
-// are taken over.
+// returns the holder's record) while another process's lease is live.
+// Expired leases, and leases of a process known to be dead (see
+// LeaseHolder), are taken over.
 func AcquireLease(ctx context.Context, s storage.Store, name, digest string, h LeaseHolder, ttl time.Duration) (*Lease, LeaseRecord, error) {
 	if err := checkName(name); err != nil {
 		return nil, LeaseRecord{}, err
@@ -80,7 +85,7 @@ func AcquireLease(ctx context.Context, s storage.Store, name, digest string, h L
 			// Garbage is replaced under the same compare-and-swap.
 		case err != nil:
 			return nil, LeaseRecord{}, err
-		case cur.Replica != h.Replica && time.Now().Before(cur.Expires):
+		case cur.Instance != h.Instance && time.Now().Before(cur.Expires) && !h.outlived(cur.LeaseHolder):
 			return nil, cur, fmt.Errorf("catalog: %s: %w (%s, digest %s, until %s)", name, ErrLeaseHeld,
 				cur.Replica, cur.Digest, cur.Expires.Format(time.RFC3339))
 		}
