@@ -617,7 +617,7 @@ func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, file
 func registryError(ph Phase, err error) error {
 	reason := ReasonRegistry
 	switch {
-	case errors.Is(err, source.ErrInvalidRef):
+	case errors.Is(err, source.ErrInvalidRef), errors.Is(err, source.ErrLocalRefused), errors.Is(err, source.ErrLocalMissing):
 		reason = ReasonInvalidRef
 	case errors.Is(err, source.ErrNotImage):
 		reason = ReasonNotCatalogImage

@@ -96,6 +96,28 @@ spec:
 		return jsonpath(`{.status.conditions[?(@.type=="Serving")].reason}`) == "UserSpecifiedUnavailable"
 	})
 	eventually(t, "content 404", 10*time.Second, func() bool { return getCode(t, metas) == 404 })
+
+	// A cluster user cannot make the service read its own disk.
+	k(fmt.Sprintf(`apiVersion: olm.operatorframework.io/v1
+kind: ClusterCatalog
+metadata:
+  name: local
+spec:
+  source:
+    type: Image
+    image:
+      ref: ocidir://%s:v1
+`, filepath.Join(root, "examples/sample-catalog")), "apply", "-f", "-")
+	local := func(p string) string { return k("", "get", "clustercatalog", "local", "-o", "jsonpath="+p) }
+	eventually(t, "ocidir refused", 60*time.Second, func() bool {
+		return local(`{.status.conditions[?(@.type=="Progressing")].reason}`) == "Blocked"
+	})
+	if msg := local(`{.status.conditions[?(@.type=="Progressing")].message}`); !strings.Contains(msg, "local image sources are not allowed") {
+		t.Errorf("Progressing message %q", msg)
+	}
+	if got := local(`{.status.conditions[?(@.type=="Serving")].status}`); got == "True" {
+		t.Error("a local ClusterCatalog is served")
+	}
 }
 
 func getCode(t *testing.T, url string) int {

@@ -66,8 +66,8 @@ func loadConfig(path string) (Config, error) {
 		if _, err := source.ParseRef(cat.Image); err != nil {
 			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
 		}
-		if cat.PollIntervalMinutes < 0 {
-			return c, fmt.Errorf("%s: catalogs[%d]: pollIntervalMinutes must not be negative", path, i)
+		if _, err := csync.PollInterval(float64(cat.PollIntervalMinutes)); err != nil {
+			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
 		}
 	}
 	for i := range c.Webhooks.Receivers {
@@ -108,7 +108,13 @@ func fromEnv(v string) (string, error) {
 func (c Config) catalogs() []csync.Catalog {
 	var out []csync.Catalog
 	for _, cat := range c.Catalogs {
-		out = append(out, csync.Catalog{Name: cat.Name, Image: cat.Image, PollInterval: time.Duration(cat.PollIntervalMinutes) * time.Minute})
+		out = append(out, csync.Catalog{Name: cat.Name, Image: cat.Image, PollInterval: pollInterval(cat.PollIntervalMinutes)})
 	}
 	return out
+}
+
+// pollInterval is a checked config value (loadConfig refused bad ones).
+func pollInterval(minutes int) time.Duration {
+	d, _ := csync.PollInterval(float64(minutes))
+	return d
 }

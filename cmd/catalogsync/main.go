@@ -37,9 +37,19 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal starts a graceful stop; a second one ends the
+		// process at once, as an operator pressing ^C twice expects.
+		<-sigs
+		cancel()
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "catalogsync: second %s: exiting now\n", s)
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
 	reportPeakRSS(os.Stderr)
 	os.Exit(code)
 }
@@ -114,6 +124,8 @@ type commonFlags struct {
 	noDocker  bool
 	replica   string
 	stall     time.Duration
+	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).
+	noLocal bool
 }
 
 func (c *commonFlags) register(fset *flag.FlagSet) {
@@ -154,6 +166,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		source.WithDockerConfig(!c.noDocker),
 		source.WithLogger(log),
 		source.WithStallTimeout(c.stall),
+		source.WithLocalSources(!c.noLocal),
 	)
 	if err != nil {
 		return nil, nil, err
@@ -192,6 +205,9 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *name == "" || *image == "" || fset.NArg() > 0 {
 		return usageError{"sync needs --name and --image"}
+	}
+	if !catalog.ValidName(*name) {
+		return usageError{fmt.Sprintf("--name %q: a catalog name is a DNS-1123 subdomain of at most 253 characters", *name)}
 	}
 	log, err := cf.logger(stderr)
 	if err != nil {

@@ -66,8 +66,10 @@ func TestSyncCommandErrors(t *testing.T) {
 		{[]string{"sync", "--name", "x"}, 2, "needs --name and --image"},
 		{[]string{"sync", "--name", "x", "--image", "ocidir://x:v1", "--log-level", "loud"}, 2, "--log-level"},
 		{[]string{"sync", "--name", "x", "--image", "ocidir://x:v1", "--platform", "nonsense"}, 1, "invalid platform"},
-		{[]string{"sync", "--name", "x", "--image", "ocidir://" + t.TempDir() + "/missing:v1", "--store", t.TempDir()}, 1, "retryable"},
-		{[]string{"sync", "--name", "Bad_Name", "--image", "ocidir://x:v1", "--store", t.TempDir()}, 1, "terminal"},
+		// A missing layout will not appear by retrying.
+		{[]string{"sync", "--name", "x", "--image", "ocidir://" + t.TempDir() + "/missing:v1", "--store", t.TempDir()}, 1, "terminal"},
+		{[]string{"sync", "--name", "Bad_Name", "--image", "ocidir://x:v1", "--store", t.TempDir()}, 2, "DNS-1123"},
+		{[]string{"sync", "--name", "../x", "--image", "ocidir://x:v1", "--store", t.TempDir()}, 2, "DNS-1123"},
 	}
 	for _, c := range cases {
 		code, out, stderr := runCLI(t, c.args...)
@@ -175,6 +177,8 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		"bad name":      "catalogs:\n- name: A_B\n  image: ocidir://x:v1\n",
 		"duplicate":     "catalogs:\n- name: a\n  image: ocidir://x:v1\n- name: a\n  image: ocidir://y:v1\n",
 		"bad image":     "catalogs:\n- name: a\n  image: 'not a ref!'\n",
+		// Once wrapped round to 10 s.
+		"poll overflow": "catalogs:\n- name: a\n  image: ocidir://x:v1\n  pollIntervalMinutes: 307445734562\n",
 	} {
 		cfg := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
 		os.WriteFile(cfg, []byte(body), 0o644)

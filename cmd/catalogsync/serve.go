@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,9 +40,12 @@ type serveFlags struct {
 	gcKeep    int
 	gcGrace   time.Duration
 	gcUnconf  time.Duration
-	readLimit time.Duration
+	// shutdownGrace is how long requests in flight may run on at a stop.
+	shutdownGrace time.Duration
+	readLimit     time.Duration
 
 	clusterCatalogs bool
+	allowLocal      bool
 	kubeconfig      string
 	eventSink       string
 }
@@ -55,9 +59,11 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.IntVar(&f.regBurst, "registry-burst", envInt("CATALOGSYNC_REGISTRY_BURST", 10), "burst for --registry-rate (env CATALOGSYNC_REGISTRY_BURST)")
 	fset.DurationVar(&f.pollEvery, "poll-check-interval", envDuration("CATALOGSYNC_POLL_CHECK_INTERVAL", time.Minute), "how often catalogs are checked for a due poll (env CATALOGSYNC_POLL_CHECK_INTERVAL)")
 	fset.BoolVar(&f.clusterCatalogs, "clustercatalogs", os.Getenv("CATALOGSYNC_CLUSTERCATALOGS") == "true", "sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url (env CATALOGSYNC_CLUSTERCATALOGS=true)")
+	fset.BoolVar(&f.allowLocal, "allow-local-sources", os.Getenv("CATALOGSYNC_ALLOW_LOCAL_SOURCES") == "true", "with --clustercatalogs, accept ocidir:// images, which read this service's own disk; off, a cluster user cannot make it read local files (env CATALOGSYNC_ALLOW_LOCAL_SOURCES=true)")
 	fset.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig for --clustercatalogs; the in-cluster service account when empty (env KUBECONFIG)")
 	fset.StringVar(&f.eventSink, "event-sink", "", "URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (env CATALOGSYNC_EVENT_SINK, else K_SINK as a Knative SinkBinding sets it)")
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
+	fset.DurationVar(&f.shutdownGrace, "shutdown-grace", envDuration("CATALOGSYNC_SHUTDOWN_GRACE", 10*time.Second), "how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once (env CATALOGSYNC_SHUTDOWN_GRACE)")
 	fset.DurationVar(&f.readLimit, "read-timeout", envDuration("CATALOGSYNC_READ_TIMEOUT", 30*time.Second), "longest time to read a request, body included (env CATALOGSYNC_READ_TIMEOUT)")
 	fset.IntVar(&f.gcKeep, "gc-keep", envInt("CATALOGSYNC_GC_KEEP", catalog.DefaultKeep), "non-current digests GC keeps per catalog besides the current one (env CATALOGSYNC_GC_KEEP)")
 	fset.DurationVar(&f.gcUnconf, "gc-unconfigured-age", envDuration("CATALOGSYNC_GC_UNCONFIGURED_AGE", catalog.DefaultUnconfiguredAge), "how long a stored catalog that is not configured here must be untouched by every replica before GC deletes it (env CATALOGSYNC_GC_UNCONFIGURED_AGE)")
@@ -111,6 +117,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	// The content handler is made after the pipeline, which tells it of
 	// its own publishes.
 	var contentH *content.Handler
+	cf.noLocal = sf.clusterCatalogs && !sf.allowLocal
 	pl, src, err := cf.pipeline(log, store, cfg.Registries, csync.WithOnPublish(func(name string) {
 		if contentH != nil {
 			contentH.Invalidate(name)
@@ -230,12 +237,24 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-errc:
 		return err
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
+	err = shutdown(srv, sf.shutdownGrace, log)
 	<-pollDone
 	engine.Wait()
 	log.Info("stopped")
+	return err
+}
+
+// shutdown stops accepting connections and lets requests in flight finish
+// for grace; those still running then (a client that stopped reading, a
+// trickled body) are closed. Taking the whole grace is not a failure.
+func shutdown(srv *http.Server, grace time.Duration, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("requests still running after the shutdown grace; closing their connections", "grace", grace)
+		return srv.Close()
+	}
 	return err
 }
 

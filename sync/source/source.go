@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,12 @@ var (
 	// ErrNotImage is returned when the manifest is not an image or has no
 	// manifest for the wanted platform.
 	ErrNotImage = errors.New("not a catalog image")
+	// ErrLocalRefused is returned for an ocidir:// reference when local
+	// sources are off (WithLocalSources(false)).
+	ErrLocalRefused = errors.New("local image sources are not allowed here")
+	// ErrLocalMissing is returned for an ocidir:// reference whose
+	// directory does not exist: waiting will not make it appear.
+	ErrLocalMissing = errors.New("local image layout does not exist")
 )
 
 // Host configures how one registry host is reached.
@@ -62,6 +69,7 @@ type options struct {
 	logger     *slog.Logger
 	transport  http.RoundTripper
 	stall      time.Duration
+	noLocal    bool
 }
 
 // Option configures a Source.
@@ -98,6 +106,11 @@ const DefaultStallTimeout = time.Minute
 // ErrStalled (default DefaultStallTimeout; negative: never).
 func WithStallTimeout(d time.Duration) Option { return func(o *options) { o.stall = d } }
 
+// WithLocalSources allows (the default) or refuses ocidir:// references,
+// which read the local file system: refuse them where references come
+// from people who must not make the service read its disk (ClusterCatalogs).
+func WithLocalSources(on bool) Option { return func(o *options) { o.noLocal = !on } }
+
 // WithTransport sets the base HTTP transport (tests inject faults with it).
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
 
@@ -106,6 +119,7 @@ type Source struct {
 	rc       *regclient.RegClient
 	platform platform.Platform
 	ra       *retryAfter
+	noLocal  bool
 }
 
 // New returns a Source.
@@ -159,7 +173,7 @@ func New(opts ...Option) (*Source, error) {
 		}
 		rcOpts = append(rcOpts, regclient.WithConfigHost(ch))
 	}
-	return &Source{rc: regclient.New(rcOpts...), platform: plat, ra: ra}, nil
+	return &Source{rc: regclient.New(rcOpts...), platform: plat, ra: ra, noLocal: o.noLocal}, nil
 }
 
 // Resolved is an image reference pinned to a digest.
@@ -207,6 +221,9 @@ func Pin(image string) (Resolved, bool, error) {
 // Resolve pins image to a digest. A digest reference is returned as is;
 // a tag costs exactly one manifest HEAD.
 func (s *Source) Resolve(ctx context.Context, image string) (Resolved, error) {
+	if err := s.checkLocal(image); err != nil {
+		return Resolved{}, err
+	}
 	if res, ok, err := Pin(image); err != nil || ok {
 		return res, err
 	}
@@ -221,6 +238,23 @@ func (s *Source) Resolve(ctx context.Context, image string) (Resolved, error) {
 	}
 	pinned := r.SetDigest(d.String())
 	return Resolved{Image: image, Digest: d.String(), Ref: pinned.CommonName(), ref: pinned}, nil
+}
+
+// checkLocal refuses ocidir:// references when local sources are off, and
+// ones whose directory is missing (terminal: not a registry that may come
+// back).
+func (s *Source) checkLocal(image string) error {
+	r, err := ParseRef(image)
+	if err != nil || r.Scheme != "ocidir" {
+		return err
+	}
+	if s.noLocal {
+		return fmt.Errorf("%w: %q (ocidir:// reads this service's own disk)", ErrLocalRefused, image)
+	}
+	if _, err := os.Stat(r.Path); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ErrLocalMissing, r.Path)
+	}
+	return nil
 }
 
 // Layer is one layer of a catalog image.
@@ -407,6 +441,7 @@ func Retryable(err error) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, ErrInvalidRef), errors.Is(err, errs.ErrInvalidReference),
+		errors.Is(err, ErrLocalRefused), errors.Is(err, ErrLocalMissing),
 		errors.Is(err, ErrNotImage), errors.Is(err, errs.ErrUnsupportedMediaType),
 		errors.Is(err, errs.ErrMissingTagOrDigest):
 		return false

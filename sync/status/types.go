@@ -147,13 +147,17 @@ func parseObject(u *unstructured.Unstructured) (object, error) {
 	}
 	o.cat.Image = ref
 	if v, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "source", "image", "pollIntervalMinutes"); err == nil && found {
+		var minutes float64
 		switch n := v.(type) {
 		case int64:
-			o.cat.PollInterval = time.Duration(n) * time.Minute
+			minutes = float64(n)
 		case float64:
-			o.cat.PollInterval = time.Duration(n * float64(time.Minute))
+			minutes = n
 		default:
 			return o, fmt.Errorf("%w: %s: spec.source.image.pollIntervalMinutes is %T", ErrMalformed, o.cat.Name, v)
+		}
+		if o.cat.PollInterval, err = csync.PollInterval(minutes); err != nil {
+			return o, fmt.Errorf("%w: %s: spec.source.image.%v", ErrMalformed, o.cat.Name, err)
 		}
 	}
 	mode, _, err := unstructured.NestedString(u.Object, "spec", "availabilityMode")
