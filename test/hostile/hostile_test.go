@@ -45,6 +45,7 @@ func TestHostileInput(t *testing.T) {
 				[]string{`source="distribution"`, `outcome="duplicate"`})
 		})
 		t.Run("webhook-body-trickled", func(t *testing.T) { trickle(t, e) })
+		t.Run("events-flood-of-long-ids", func(t *testing.T) { floodEvents(t, e) })
 		t.Run("events-replayed-id", func(t *testing.T) {
 			runReplay(t, e, "events-replayed-id", request{path: "/events",
 				body:    e.zotEvent("hostile-replay-2"),
