@@ -329,8 +329,13 @@ func TestBadInputsKeepPrevious(t *testing.T) {
 			{Name: "configs/../../x", Body: []byte("x")}}}}}, nil, csync.ReasonUnsafeImage, false, "configs/../../x"},
 		{"symlink to /etc", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
 			{Name: "configs/evil.yaml", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}}}}, nil, csync.ReasonUnsafeImage, false, "/etc/passwd"},
-		{"layer over size cap", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
-			{Name: "configs/big.json", Body: bytes.Repeat([]byte(" "), 3<<20)}}}}}, small, csync.ReasonTooLarge, false, "limit"},
+		{"file over size cap", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
+			{Name: "configs/big.json", Body: bytes.Repeat([]byte(" "), 3<<20)}}}}}, small, csync.ReasonTooLarge, false, `"configs/big.json" is 3145728 bytes (limit 1048576)`},
+		// Each file under the per-file cap, together over the total.
+		{"layers over total size cap", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{
+			{Entries: []imagebuild.Entry{{Name: "configs/a.json", Body: bytes.Repeat([]byte(" "), 700<<10)}}},
+			{Entries: []imagebuild.Entry{{Name: "configs/b.json", Body: bytes.Repeat([]byte(" "), 700<<10)}}}}},
+			small, csync.ReasonTooLarge, false, "more than 1048576 uncompressed bytes"},
 		{"two channel heads", imagebuild.FromDir(fbcDir(t, map[string]string{"p/catalog.yaml": twoHeads}), "/configs"), nil,
 			csync.ReasonInvalidCatalog, false, "multiple channel heads"},
 		{"duplicate package", imagebuild.FromDir(fbcDir(t, map[string]string{"a.json": onePackage, "b.json": `{"schema":"olm.package","name":"q","defaultChannel":"s"}`}), "/configs"), nil,

@@ -239,8 +239,17 @@ func TestLimits(t *testing.T) {
 	big := strings.Repeat("x", 4096)
 	l := layer(t, ent{name: "configs/a", body: big}, ent{name: "configs/b", body: big})
 	_, _, err := run(t, "configs", Limits{MaxBytes: 6000, MaxFileBytes: 1 << 20, MaxEntries: 10}, l)
-	if !errors.Is(err, ErrLimit) {
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "more than 6000 uncompressed bytes") {
 		t.Fatalf("bytes cap: %v", err)
+	}
+	// The total counts over layers, each under the cap on its own.
+	la, lb := layer(t, ent{name: "configs/a", body: big}), layer(t, ent{name: "configs/b", body: big})
+	_, _, err = run(t, "configs", Limits{MaxBytes: 6000, MaxFileBytes: 1 << 20, MaxEntries: 10}, la, lb)
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "more than 6000 uncompressed bytes") {
+		t.Fatalf("bytes cap over two layers: %v", err)
+	}
+	if _, _, err := run(t, "configs", Limits{MaxBytes: 20000, MaxFileBytes: 1 << 20, MaxEntries: 10}, la, lb); err != nil {
+		t.Fatalf("under the cap: %v", err)
 	}
 	_, _, err = run(t, "configs", Limits{MaxBytes: 1 << 20, MaxFileBytes: 100, MaxEntries: 10}, l)
 	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "configs/a") {
