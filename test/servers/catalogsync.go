@@ -29,6 +29,7 @@ var built struct {
 // that kill -9, restarts and memory are those of the real thing.
 func CatalogsyncBinary(t testing.TB) string {
 	t.Helper()
+	skipShort(t, "catalogsync process")
 	built.once.Do(func() {
 		script, err := toolsScript()
 		if err != nil {

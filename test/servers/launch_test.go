@@ -80,6 +80,9 @@ func runFake(f *fakeTB, fn func(testing.TB)) {
 }
 
 func TestBinaryFailsWithToolOutputOrSkips(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: Binary skips every test that needs a tool")
+	}
 	t.Setenv("CATALOGSYNC_TOOLS", t.TempDir()) // an empty cache: nothing is built
 
 	var f fakeTB

@@ -42,13 +42,25 @@ var (
 	binPaths = map[string]string{}
 )
 
+// skipShort skips t under go test -short: -short runs the unit tests
+// alone (fast, and what mutation testing runs against). Shared servers
+// check before their sync.Once, so a skip never reads as a failed start.
+func skipShort(t testing.TB, name string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: needs the real %s", name)
+	}
+}
+
 // Binary returns the path of a tool built by test/tools.sh: "registry",
 // "minio", "etcd", "kube-apiserver" or "kubectl". It builds the tool first
 // when the cache does not hold it (tools.sh locks, so concurrent callers wait
 // for one build). It fails the test with the tool's output when the build
 // fails, and skips it when the tool is absent and SkipSlowToolsEnv is 1.
+// Under go test -short it skips the test (skipShort).
 func Binary(t testing.TB, name string) string {
 	t.Helper()
+	skipShort(t, name)
 	if name == "kubectl" {
 		// tools.sh builds kubectl together with kube-apiserver, into the same folder.
 		return filepath.Join(filepath.Dir(Binary(t, "kube-apiserver")), "kubectl")

@@ -20,6 +20,7 @@ var shared struct {
 // restart MinIO must start their own with StartMinIO.
 func SharedMinIO(t testing.TB) *MinIO {
 	t.Helper()
+	skipShort(t, "minio")
 	shared.once.Do(func() { shared.minio = StartMinIO(processLifetime{t}) })
 	if shared.minio == nil {
 		t.Fatal("shared MinIO failed to start (see the first test that asked for it)")
@@ -32,6 +33,7 @@ func SharedMinIO(t testing.TB) *MinIO {
 // they create. Tests that stop or restart the apiserver start their own.
 func SharedKube(t testing.TB) *KubeAPIServer {
 	t.Helper()
+	skipShort(t, "kube-apiserver")
 	shared.kubeOnce.Do(func() { shared.kube = StartKube(processLifetime{t}) })
 	if shared.kube == nil {
 		t.Fatal("shared kube-apiserver failed to start (see the first test that asked for it)")
