@@ -18,6 +18,7 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 ETCD_VERSION=v3.7.3
 KUBE_VERSION=v1.37.2
 KUBE_STAGING_VERSION=v0.37.2
+GREMLINS_VERSION=v0.6.0
 
 log() { printf '%s tools: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -28,6 +29,7 @@ dest() {
     minio) echo "$CACHE/minio-$MINIO_VERSION" ;;
     etcd) echo "$CACHE/etcd-$ETCD_VERSION" ;;
     kube-apiserver|kube|kubectl) echo "$CACHE/kube-$KUBE_VERSION" ;;
+    gremlins) echo "$CACHE/gremlins-$GREMLINS_VERSION" ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac
 }
@@ -139,12 +141,24 @@ GO
   log "kube-apiserver ready: $d"
 }
 
+# gremlins: mutation testing (test/mutation.sh); not needed by the tests.
+build_gremlins() {
+  local d; d=$(dest gremlins)
+  [ -x "$d/gremlins" ] && return 0
+  log "building gremlins $GREMLINS_VERSION (about 1 min)"
+  local tmp; tmp=$(mktemp -d "$CACHE/.gremlins.XXXX")
+  GOBIN="$tmp" CGO_ENABLED=0 go install "github.com/go-gremlins/gremlins/cmd/gremlins@$GREMLINS_VERSION"
+  rm -rf "$d"; mv "$tmp" "$d"
+  log "gremlins ready: $d/gremlins"
+}
+
 build_one() {
   case "$1" in
     registry) with_lock registry build_registry ;;
     minio) with_lock minio build_minio ;;
     etcd) with_lock etcd build_etcd ;;
     kube-apiserver|kube|kubectl) with_lock kube build_kube ;;
+    gremlins) with_lock gremlins build_gremlins ;;
     all) for t in registry etcd minio kube-apiserver; do build_one "$t"; done ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac
