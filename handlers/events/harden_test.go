@@ -50,9 +50,9 @@ func TestEventsPingFloodCoalesced(t *testing.T) {
 		{Name: "b", Image: "registry.example.test/b:v1", PollInterval: time.Minute},
 		{Name: "c", Image: "registry.example.test/c:v1", PollInterval: time.Minute},
 	}
-	// Not started: the syncs a poll queues never run, so the store sees
-	// only the poll's own reads.
-	eng := csync.NewEngine(nil, set, counting)
+	// The syncs a poll queues settle for an hour, so they never run and
+	// the store sees only the poll's own reads.
+	eng := csync.NewEngine(nil, set, counting, csync.WithSettle(time.Hour, time.Hour))
 	now := time.Unix(1_800_000_000, 0)
 	var mu stdsync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
