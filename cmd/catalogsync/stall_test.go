@@ -117,10 +117,12 @@ func TestServeCutsOffStalledReaders(t *testing.T) {
 		files, _ := heldBy(t, store, port)
 		return files >= 100
 	})
-	deadline := time.Now().Add(90 * time.Second)
+	start := time.Now()
+	deadline := start.Add(90 * time.Second)
 	for {
 		files, socks := heldBy(t, store, port)
 		if files == 0 && socks == 0 {
+			t.Logf("100 stalled responses released %s after all were under way", time.Since(start).Round(100*time.Millisecond))
 			break
 		}
 		if time.Now().After(deadline) {
