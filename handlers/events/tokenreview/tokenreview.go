@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -58,6 +59,9 @@ type Reviewer struct {
 type result struct {
 	user string
 	ok   bool
+	// exp is the token's own expiry (unverified, from its claims): a
+	// cached acceptance never outlives the token.
+	exp time.Time
 }
 
 // Option configures a Reviewer.
@@ -110,11 +114,12 @@ func NewForConfig(cfg *rest.Config, audience string, opts ...Option) (*Reviewer,
 // Review returns the name of the user token authenticates for the
 // audience, or an error wrapping ErrRejected.
 func (r *Reviewer) Review(ctx context.Context, token string) (string, error) {
-	if !looksLikeJWT(token) {
+	exp, ok := parseJWT(token)
+	if !ok {
 		return "", fmt.Errorf("%w: not a JWT", ErrRejected)
 	}
 	key := sha256.Sum256([]byte(token))
-	if res, ok := r.cache.Get(key); ok {
+	if res, ok := r.cache.Get(key); ok && (res.exp.IsZero() || time.Now().Before(res.exp)) {
 		return res.answer()
 	}
 	if !r.limit.Allow() {
@@ -128,7 +133,7 @@ func (r *Reviewer) Review(ctx context.Context, token string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("token review: %w", err)
 	}
-	res := result{user: tr.Status.User.Username}
+	res := result{user: tr.Status.User.Username, exp: exp}
 	// An apiserver that does not support audiences answers without them:
 	// that is not a token for ours.
 	res.ok = tr.Status.Authenticated && slices.Contains(tr.Status.Audiences, r.audience)
@@ -143,20 +148,32 @@ func (res result) answer() (string, error) {
 	return res.user, nil
 }
 
-// looksLikeJWT rejects, without asking the apiserver, what cannot be a
-// token: too long, or not three base64url parts.
-func looksLikeJWT(t string) bool {
+// parseJWT rejects, without asking the apiserver, what cannot be a token
+// (too long, not three base64url parts, claims that are not JSON) and
+// returns the unverified expiry claim, zero when there is none.
+func parseJWT(t string) (time.Time, bool) {
 	if len(t) > maxTokenBytes {
-		return false
+		return time.Time{}, false
 	}
 	parts := strings.Split(t, ".")
-	if len(parts) != 3 {
-		return false
+	if len(parts) != 3 || parts[0] == "" {
+		return time.Time{}, false
 	}
-	for _, p := range parts[:2] {
-		if _, err := base64.RawURLEncoding.DecodeString(p); err != nil || p == "" {
-			return false
-		}
+	if _, err := base64.RawURLEncoding.DecodeString(parts[0]); err != nil {
+		return time.Time{}, false
 	}
-	return true
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return time.Time{}, false
+	}
+	if claims.Exp == 0 {
+		return time.Time{}, true
+	}
+	return time.Unix(claims.Exp, 0), true
 }
