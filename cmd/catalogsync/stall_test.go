@@ -16,10 +16,11 @@ import (
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
 
-// sharedCommunity returns the 13.9 MB community-v4.21 catalog beside the
-// repository (../shared, or ../../shared for a worktree under wt/), or
-// skips.
-func sharedCommunity(t *testing.T) string {
+// largeCatalog returns the 13.9 MB community-v4.21 catalog beside the
+// repository (../shared, or ../../shared for a worktree under wt/) or, in
+// a clone without it, about as much made of renamed copies of the
+// repository's community-v4.21-3pkgs.
+func largeCatalog(t *testing.T) string {
 	t.Helper()
 	root, _ := filepath.Abs("../..")
 	for _, up := range []string{"..", "../.."} {
@@ -28,8 +29,11 @@ func sharedCommunity(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("needs the shared community-v4.21 catalog in ../shared/testdata/fbc (absent)")
-	return ""
+	dir := t.TempDir()
+	if err := imagebuild.GenerateCopies(filepath.Join(root, "testdata/fbc/community-v4.21-3pkgs/configs"), dir, 70); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // syncedStore syncs the FBC in dir as catalog name into a new store.
@@ -83,12 +87,12 @@ func heldBy(t *testing.T, store string, port int) (files, socks int) {
 	return files, socks
 }
 
-// 100 clients ask for /all of the 13.9 MB catalog and never read: once
+// 100 clients ask for /all of a 13.9 MB catalog and never read: once
 // their responses make no progress for --write-stall-timeout, serve lets
 // go of every file and socket they held. A slow reader that keeps reading
 // gets the whole catalog.
 func TestServeCutsOffStalledReaders(t *testing.T) {
-	store := syncedStore(t, "community", sharedCommunity(t))
+	store := syncedStore(t, "community", largeCatalog(t))
 	cfg := writeServeConfig(t, "catalogs: [{name: community, image: \"127.0.0.1:1/community:v1\"}]\n")
 	s := startServe(t, "--config", cfg, "--store", store, "--write-stall-timeout", "5s")
 	_, portStr, _ := net.SplitHostPort(s.addr)
