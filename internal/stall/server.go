@@ -41,9 +41,21 @@ type progressWriter struct {
 	moved time.Time
 }
 
+// writeChunk bounds one write under one deadline: a large body written at
+// once (a cached /metas answer) is sent in pieces, each of which moves the
+// deadline, so a slow reader is judged by its progress, not by how long
+// the whole body takes.
+const writeChunk = 256 << 10
+
 func (p *progressWriter) Write(b []byte) (int, error) {
-	n, err := p.ResponseWriter.Write(b)
-	if n > 0 && err == nil {
+	var done int
+	for len(b) > 0 {
+		n, err := p.ResponseWriter.Write(b[:min(len(b), writeChunk)])
+		done += n
+		if err != nil {
+			return done, err
+		}
+		b = b[n:]
 		// Moving the deadline costs a timer update: do it when a
 		// sixteenth of d has passed, which still allows 15/16 d of silence.
 		if now := time.Now(); now.Sub(p.moved) >= p.d/16 {
@@ -51,7 +63,7 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 			p.rc.SetWriteDeadline(now.Add(p.d))
 		}
 	}
-	return n, err
+	return done, nil
 }
 
 // Flush sends buffered data, and counts as progress when it succeeds.

@@ -20,8 +20,17 @@ func TestResponses(t *testing.T) {
 	done := make(chan error, 1)
 	srv := httptest.NewServer(Responses(d)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := 256 // 16 MiB: more than loopback buffers hold
-		if r.URL.Path == "/small" {
+		switch r.URL.Path {
+		case "/small":
 			n = 4
+		case "/onewrite":
+			// One Write of 16 MiB, as a cached answer is sent: the
+			// deadline must move while it goes out.
+			_, err := w.Write(bytes.Repeat(chunk, 256))
+			if err != nil {
+				t.Errorf("one large write to a slow reader: %v", err)
+			}
+			return
 		}
 		var err error
 		for i := 0; i < n && err == nil; i++ {
@@ -50,26 +59,29 @@ func TestResponses(t *testing.T) {
 		t.Fatal("the handler is still writing to a client that stopped reading")
 	}
 
-	// Slow, steady reader.
-	resp, err := http.Get(srv.URL + "/slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got int64
-	for {
-		n, err := io.CopyN(io.Discard, resp.Body, 1<<20)
-		got += n
-		if err == io.EOF {
-			break
-		}
+	// Slow, steady readers, of many writes and of one; each takes longer
+	// than d in all.
+	for _, path := range []string{"/slow", "/onewrite"} {
+		resp, err := http.Get(srv.URL + path)
 		if err != nil {
-			t.Fatalf("slow reader cut off after %d bytes: %v", got, err)
+			t.Fatal(err)
 		}
-		time.Sleep(d / 5)
-	}
-	resp.Body.Close()
-	if got != 256*64<<10 {
-		t.Fatalf("slow reader got %d bytes", got)
+		var got int64
+		for {
+			n, err := io.CopyN(io.Discard, resp.Body, 1<<20)
+			got += n
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: slow reader cut off after %d bytes: %v", path, got, err)
+			}
+			time.Sleep(d / 5)
+		}
+		resp.Body.Close()
+		if got != 256*64<<10 {
+			t.Fatalf("%s: slow reader got %d bytes", path, got)
+		}
 	}
 
 	// Keep-alive: the second request comes after more than d of idleness.
