@@ -7,7 +7,7 @@
 //	catalogsync_sync_duration_seconds{result}               whole syncs
 //	catalogsync_sync_phase_duration_seconds{phase}          phases of successful syncs
 //	catalogsync_sync_pulled_bytes_total                     compressed layer bytes pulled
-//	catalogsync_webhook_events_total{source,outcome}        webhook notifications
+//	catalogsync_webhook_events_total{source,outcome}        webhook notifications and CloudEvents (source cloudevents)
 //	catalogsync_http_requests_total{method,route,code}      HTTP requests
 //	catalogsync_http_request_duration_seconds{method,route,code}
 //	catalogsync_storage_operation_duration_seconds{op,outcome}
@@ -108,7 +108,7 @@ func New() *Metrics {
 		}),
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "webhook_events_total",
-			Help: "Webhook notifications received by source and outcome.",
+			Help: "Webhook notifications and CloudEvents (source cloudevents) received by source and outcome.",
 		}, []string{"source", "outcome"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "http_requests_total",

@@ -28,9 +28,10 @@ func TestSyncAndGCOnS3(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "UpToDate") {
 		t.Fatalf("second sync: exit %d\n%s", code, out)
 	}
-	// With no catalog configured, a dry run would delete the whole catalog
-	// and deletes nothing.
-	code, out, stderr = runCLI(t, "gc", "--dry-run", "--grace", "0", "--json", "--config", writeConfig(t, "other"))
+	// With the catalog not configured (and no wait for other replicas to
+	// touch it), a dry run would delete the whole catalog and deletes
+	// nothing.
+	code, out, stderr = runCLI(t, "gc", "--dry-run", "--grace", "0", "--unconfigured-age", "0", "--json", "--config", writeConfig(t, "other"))
 	if code != 0 {
 		t.Fatalf("gc: exit %d\n%s%s", code, out, stderr)
 	}

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -44,6 +42,10 @@ type serveFlags struct {
 	shutdownGrace time.Duration
 	readLimit     time.Duration
 
+	apiOpen    bool
+	eventsAddr string
+	writeStall time.Duration
+
 	clusterCatalogs bool
 	allowLocal      bool
 	kubeconfig      string
@@ -65,6 +67,9 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
 	fset.DurationVar(&f.shutdownGrace, "shutdown-grace", envDuration("CATALOGSYNC_SHUTDOWN_GRACE", 10*time.Second), "how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once (env CATALOGSYNC_SHUTDOWN_GRACE)")
 	fset.DurationVar(&f.readLimit, "read-timeout", envDuration("CATALOGSYNC_READ_TIMEOUT", 30*time.Second), "longest time to read a request, body included (env CATALOGSYNC_READ_TIMEOUT)")
+	fset.BoolVar(&f.apiOpen, "api-open", os.Getenv("CATALOGSYNC_API_OPEN") == "true", "accept POST /api/v1/... without a token when CATALOGSYNC_API_TOKEN is unset: anyone who reaches the API can trigger syncs (env CATALOGSYNC_API_OPEN=true)")
+	fset.StringVar(&f.eventsAddr, "events-addr", envOr("CATALOGSYNC_EVENTS_ADDR", ""), "serve /events on this address only, not on --addr, so event traffic can stay cluster-internal (env CATALOGSYNC_EVENTS_ADDR)")
+	fset.DurationVar(&f.writeStall, "write-stall-timeout", envDuration("CATALOGSYNC_WRITE_STALL_TIMEOUT", time.Minute), "a response that makes no progress this long (a client that stopped reading) is abandoned; 0 never (env CATALOGSYNC_WRITE_STALL_TIMEOUT)")
 	fset.IntVar(&f.gcKeep, "gc-keep", envInt("CATALOGSYNC_GC_KEEP", catalog.DefaultKeep), "non-current digests GC keeps per catalog besides the current one (env CATALOGSYNC_GC_KEEP)")
 	fset.DurationVar(&f.gcUnconf, "gc-unconfigured-age", envDuration("CATALOGSYNC_GC_UNCONFIGURED_AGE", catalog.DefaultUnconfiguredAge), "how long a stored catalog that is not configured here must be untouched by every replica before GC deletes it (env CATALOGSYNC_GC_UNCONFIGURED_AGE)")
 	fset.DurationVar(&f.gcGrace, "gc-grace", envDuration("CATALOGSYNC_GC_GRACE", catalog.DefaultGrace), "how long content must be out of reach before GC deletes it, so readers that found it finish (env CATALOGSYNC_GC_GRACE)")
@@ -181,35 +186,45 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		csync.WithMaxConcurrent(sf.maxSyncs), csync.WithRegistryRate(sf.regRate, sf.regBurst),
 		csync.WithEngineLogger(log), csync.WithObservers(observers...))
 
-	r := chi.NewRouter()
-	// Both read chi's route pattern after routing, so they sit on the top
-	// router.
-	r.Use(m.HTTPMiddleware, api.LogRequests(log))
+	r := sf.router(m, log)
 	// Read from the environment only: flags show in ps.
+	apiToken := os.Getenv("CATALOGSYNC_API_TOKEN")
+	if apiToken == "" && sf.apiOpen {
+		log.Warn("the REST API accepts POST without a token (--api-open): anyone who reaches it can trigger syncs")
+	}
 	api.New(engine, set, store,
-		api.WithLogger(log), api.WithToken(os.Getenv("CATALOGSYNC_API_TOKEN")), api.WithBaseURL(sf.baseURL),
+		api.WithLogger(log), api.WithToken(apiToken), api.WithOpen(sf.apiOpen), api.WithBaseURL(sf.baseURL),
 		api.WithMetrics(m.Handler()),
 	).Mount(r) // /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics
-	contentOpts := []content.Option{content.WithLogger(log)}
+	// Only catalogs of the set are looked up in the store: a flood of
+	// random names costs no store operation.
+	contentOpts := []content.Option{content.WithLogger(log), content.WithAvailability(configured(set))}
 	if ccSrc != nil {
 		// availabilityMode: Unavailable -> 404, as catalogd.
 		contentOpts = append(contentOpts, content.WithAvailability(ccSrc.Available))
 	}
 	contentH = content.New(store, contentOpts...)
 	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas}
-	if err := mountTriggers(r, cfg, engine, set, m, log); err != nil {
+	evr := r
+	if sf.eventsAddr != "" {
+		evr = sf.router(m, log)
+	}
+	if err := mountTriggers(r, evr, cfg, engine, set, m, log, sf.kubeconfig); err != nil {
 		return err
+	}
+	if sf.eventsAddr != "" {
+		stopEvents, err := serveEvents(sf.eventsAddr, evr, sf.readLimit, log)
+		if err != nil {
+			return err
+		}
+		defer stopEvents()
 	}
 
 	ln, err := net.Listen("tcp", sf.addr)
 	if err != nil {
 		return err
 	}
-	// Bodies (webhooks, at most 1 MiB) are read before they are
-	// authenticated: ReadTimeout keeps a client that trickles one from
-	// holding a connection for ever. Responses may be large and clients
-	// slow, so there is no WriteTimeout.
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: sf.readLimit, IdleTimeout: 2 * time.Minute}
+	srv := newServer(r, sf.readLimit)
 	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
 
 	engine.Start(ctx)
@@ -237,6 +252,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-errc:
 		return err
 	}
+	log.Info("stopping; a second signal exits at once", "grace", sf.shutdownGrace)
 	err = shutdown(srv, sf.shutdownGrace, log)
 	<-pollDone
 	engine.Wait()
@@ -244,24 +260,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return err
 }
 
-// shutdown stops accepting connections and lets requests in flight finish
-// for grace; those still running then (a client that stopped reading, a
-// trickled body) are closed. Taking the whole grace is not a failure.
-func shutdown(srv *http.Server, grace time.Duration, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	err := srv.Shutdown(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("requests still running after the shutdown grace; closing their connections", "grace", grace)
-		return srv.Close()
-	}
-	return err
-}
-
-// mountTriggers adds the webhook receivers (/hooks/...) and, when
-// configured, the CloudEvents endpoint (/events). Both only name what may
-// have changed: the engine resolves configured catalogs' own references.
-func mountTriggers(r chi.Router, cfg Config, engine *csync.Engine, set csync.CatalogSet, m *metrics.Metrics, log *slog.Logger) error {
+// mountTriggers adds the webhook receivers (/hooks/...) to r and, when
+// configured, the CloudEvents endpoint (/events) to evr. Both only name
+// what may have changed: the engine resolves configured catalogs' own
+// references.
+func mountTriggers(r, evr chi.Router, cfg Config, engine *csync.Engine, set csync.CatalogSet, m *metrics.Metrics, log *slog.Logger, kubeconfig string) error {
 	trig := engineTrigger{engine, log}
 	lister := webhookCatalogs{set}
 	if len(cfg.Webhooks.Receivers) > 0 {
@@ -269,16 +272,31 @@ func mountTriggers(r chi.Router, cfg Config, engine *csync.Engine, set csync.Cat
 		if err != nil {
 			return fmt.Errorf("webhooks: %w", err)
 		}
+		secretRouted := false
 		for _, ep := range rc.Endpoints() {
+			if ep.Secret {
+				if secretRouted {
+					continue
+				}
+				secretRouted = true
+				// One pattern for every secret path: chi's pattern is the
+				// route metrics and logs show.
+				r.Handle(webhook.SecretRoute, rc)
+				continue
+			}
 			r.Handle(ep.Path, rc)
 		}
 	}
 	if cfg.Events != nil {
-		h, err := events.New(*cfg.Events, lister, trig, enginePoller{engine, log}, events.WithLogger(log))
+		opts, err := eventsOptions(*cfg.Events, kubeconfig, m, log)
+		if err != nil {
+			return err
+		}
+		h, err := events.New(*cfg.Events, lister, trig, enginePoller{engine, log}, opts...)
 		if err != nil {
 			return fmt.Errorf("events: %w", err)
 		}
-		r.Handle("/events", h)
+		evr.Handle("/events", h)
 	}
 	return nil
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,15 +18,19 @@ import (
 )
 
 // stuckServe starts the serve binary with a request in flight that will
-// end before the read-header timeout (10 s; a client that sent half its
-// headers), and returns it with its log.
-func stuckServe(t *testing.T, grace string) (*exec.Cmd, *bytes.Buffer) {
+// not end before the read timeout (a webhook whose body never comes), and
+// returns it with its log once the handler is reading that body.
+func stuckServe(t *testing.T, grace string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	addr := freeAddr(t)
-	var logs bytes.Buffer
-	cmd := exec.Command(servers.CatalogsyncBinary(t), "serve", "--store", t.TempDir(), "--addr", addr,
-		"--no-docker-config", "--shutdown-grace", grace)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cfg := filepath.Join(t.TempDir(), "catalogsync.yaml")
+	if err := os.WriteFile(cfg, []byte("catalogs: []\nwebhooks:\n  receivers:\n  - {name: ci, type: generic, secret: s3cret}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	cmd := exec.Command(servers.CatalogsyncBinary(t), "serve", "--config", cfg, "--store", t.TempDir(), "--addr", addr,
+		"--no-docker-config", "--shutdown-grace", grace, "--read-timeout", "1h")
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +50,14 @@ func stuckServe(t *testing.T, grace string) (*exec.Cmd, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	fmt.Fprintf(c, "GET /readyz HTTP/1.1\r\nHost: %s\r\n", addr)
-	return cmd, &logs
+	// The server answers 100 Continue once the handler reads the body: from
+	// then on the request is in flight for sure.
+	fmt.Fprintf(c, "POST /hooks/ci HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n", addr)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.Contains(line, "100 Continue") {
+		t.Fatalf("no 100 Continue: %q %v", line, err)
+	}
+	return cmd, logs
 }
 
 // exitCode waits (bounded) for cmd to exit and returns its exit code, or
@@ -87,8 +99,14 @@ func TestServeShutdown(t *testing.T) {
 	t.Run("second signal", func(t *testing.T) {
 		cmd, logs := stuckServe(t, "1h")
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		// The first signal is being handled once serve logs it stops serving.
-		time.Sleep(500 * time.Millisecond)
+		// Two signals sent at once may reach the process as one: the
+		// second goes once serve says it is stopping.
+		for i := 0; !strings.Contains(logs.String(), "a second signal exits at once"); i++ {
+			if i > 1200 {
+				t.Fatalf("serve never started stopping:\n%s", logs.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		if code := exitCode(t, cmd); code != 128+int(syscall.SIGTERM) {
 			t.Fatalf("exit %d\n%s", code, logs.String())

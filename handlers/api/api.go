@@ -12,10 +12,11 @@
 // engine is doing (running and queued operations, the last result, the
 // next retry). Errors are RFC 9457 problem details.
 //
-// Reads are open. POST needs "Authorization: Bearer <token>" when the
-// handler is built WithToken; without it anyone who reaches the API can
-// trigger syncs (which cost at most a manifest HEAD when nothing changed,
-// since a trigger never chooses what is pulled).
+// Reads are open. POST needs "Authorization: Bearer <token>" of the token
+// given WithToken; without a token POST is refused (401) unless the handler
+// is built WithOpen(true), which lets anyone who reaches the API trigger
+// syncs (each costs at most a manifest HEAD when nothing changed, since a
+// trigger never chooses what is pulled).
 //
 // Requests are checked by hand, not by validating them against the
 // OpenAPI document at runtime: the checks are few and give precise
@@ -80,6 +81,7 @@ type Handler struct {
 	baseURL      string
 	contentPath  string
 	tokenSum     *[sha256.Size]byte
+	open         bool
 	readyTimeout time.Duration
 	metrics      http.Handler
 	spec         []byte
@@ -106,7 +108,7 @@ func WithContentBasePath(p string) Option {
 
 // WithToken requires "Authorization: Bearer <token>" on POST requests. The
 // comparison takes the same time whatever the token sent. An empty token
-// leaves POST open.
+// sets none: POST is then refused unless WithOpen(true).
 func WithToken(token string) Option {
 	return func(h *Handler) {
 		if token == "" {
@@ -117,6 +119,10 @@ func WithToken(token string) Option {
 		h.tokenSum = &sum
 	}
 }
+
+// WithOpen(true) accepts POST requests without credentials when no token
+// is set: anyone who reaches the API can trigger syncs.
+func WithOpen(open bool) Option { return func(h *Handler) { h.open = open } }
 
 // WithReadyTimeout bounds how long /readyz waits for the store
 // (DefaultReadyTimeout otherwise).
@@ -190,10 +196,11 @@ func (h *Handler) serveSpec(w http.ResponseWriter, r *http.Request) {
 	w.Write(h.spec)
 }
 
-// authorized checks the bearer token when one is configured.
+// authorized checks the bearer token; without one, only an open handler
+// accepts.
 func (h *Handler) authorized(r *http.Request) bool {
 	if h.tokenSum == nil {
-		return true
+		return h.open
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

@@ -27,6 +27,9 @@ func TestAPI(t *testing.T) {
 	t.Run("failed sync", func(t *testing.T) { testFailedSync(t, s, newEnv(t, newFSStore(t))) })
 	t.Run("client errors", func(t *testing.T) { testClientErrors(t, s, storeOnlyEnv(t, newFSStore(t))) })
 	t.Run("token", func(t *testing.T) { testToken(t, s, storeOnlyEnv(t, newFSStore(t), api.WithToken("s3cret-token"))) })
+	t.Run("closed by default", func(t *testing.T) {
+		testClosedByDefault(t, s, storeOnlyEnv(t, newFSStore(t), api.WithOpen(false)))
+	})
 	t.Run("service", func(t *testing.T) { testService(t, s, storeOnlyEnv(t, newFSStore(t))) })
 	t.Run("corrupt records", func(t *testing.T) { testCorruptRecords(t, s, storeOnlyEnv(t, newFSStore(t))) })
 	t.Run("store down", func(t *testing.T) { testStoreDown(t, s) })
@@ -278,6 +281,17 @@ func testClientErrors(t *testing.T, s *spec, e *env) {
 			}
 		})
 	}
+}
+
+// testClosedByDefault: without a token and without WithOpen(true), POST is
+// refused whatever is sent; reads stay open.
+func testClosedByDefault(t *testing.T, s *spec, e *env) {
+	for _, auth := range []string{"", "Bearer anything", "Bearer "} {
+		x := e.do(t, s, request{method: "POST", path: "/api/v1/catalogs/tiny/sync", header: map[string]string{"Authorization": auth}})
+		wantStatus(t, x, http.StatusUnauthorized)
+	}
+	x := e.do(t, s, request{method: "GET", path: "/api/v1/catalogs/tiny"})
+	wantStatus(t, x, http.StatusOK)
 }
 
 // testToken: with a token, POST needs it; reads stay open.

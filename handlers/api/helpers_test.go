@@ -137,7 +137,7 @@ func newEnv(t *testing.T, store storage.Store, opts ...api.Option) *env {
 	t.Cleanup(func() { cancel(); eng.Wait() })
 
 	h := api.New(eng, set, store, append([]api.Option{
-		api.WithLogger(testLogger(t)),
+		api.WithLogger(testLogger(t)), api.WithOpen(true),
 		api.WithMetrics(metrics.New().Handler()),
 		api.WithBaseURL("https://catalogsync.example.test"),
 	}, opts...)...)
@@ -162,7 +162,7 @@ func storeOnlyEnv(t *testing.T, store storage.Store, opts ...api.Option) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	eng.Start(ctx)
 	t.Cleanup(func() { cancel(); eng.Wait() })
-	h := api.New(eng, set, store, append([]api.Option{api.WithLogger(testLogger(t)), api.WithMetrics(metrics.New().Handler())}, opts...)...)
+	h := api.New(eng, set, store, append([]api.Option{api.WithLogger(testLogger(t)), api.WithOpen(true), api.WithMetrics(metrics.New().Handler())}, opts...)...)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{t: t, store: store, engine: eng, set: set, srv: srv}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -47,7 +48,7 @@ func LogRequests(log *slog.Logger) func(http.Handler) http.Handler {
 			log.LogAttrs(r.Context(), level, "http request",
 				slog.String("method", r.Method),
 				slog.String("route", route),
-				slog.String("path", r.URL.Path),
+				slog.String("path", loggedPath(route, r.URL.Path)),
 				slog.Int("status", status),
 				slog.Duration("duration", time.Since(start)),
 				slog.Int("bytes", ww.BytesWritten()),
@@ -66,4 +67,18 @@ func withRouteContext(r *http.Request) (*http.Request, *chi.Context) {
 	}
 	rctx := chi.NewRouteContext()
 	return r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx)), rctx
+}
+
+// loggedPath is the path a request line shows. A route with a {token}
+// parameter (webhook.SecretRoute) has a secret in its path, so the route is
+// shown instead; so is an unmatched path under /hooks/, which may be a
+// secret path with a typo or a trailing slash.
+func loggedPath(route, path string) string {
+	switch {
+	case strings.Contains(route, "{token}"):
+		return route
+	case route == "unmatched" && strings.HasPrefix(path, "/hooks/"):
+		return "/hooks/…"
+	}
+	return path
 }

@@ -4,10 +4,12 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/catalogsync/catalogsync/storage"
@@ -39,6 +41,11 @@ type cache struct {
 	lru    list.List // of *entry, most recently used at the front
 	used   int64
 
+	// missing remembers names found unpublished, for ttl: requests for
+	// a catalog that does not exist (yet) cost one store read per ttl,
+	// not one each. Bounded in entries; names are at most 253 bytes.
+	missing *expirable.LRU[string, struct{}]
+
 	// flights collapses concurrent checks and opens of one catalog.
 	flights singleflight.Group
 	// onStale is told when a cached catalog is served because its
@@ -57,8 +64,15 @@ type entry struct {
 	elem    *list.Element
 }
 
+// missingEntries bounds the names remembered as unpublished.
+const missingEntries = 4096
+
 func newCache(s storage.Store, max int64, ttl time.Duration, readGap int64) *cache {
-	return &cache{store: s, max: max, ttl: ttl, readGap: readGap, byName: map[string]*entry{}}
+	c := &cache{store: s, max: max, ttl: ttl, readGap: readGap, byName: map[string]*entry{}}
+	if ttl > 0 {
+		c.missing = expirable.NewLRU[string, struct{}](missingEntries, nil, ttl)
+	}
+	return c
 }
 
 // footprint estimates an opened catalog's memory: the index's string table
@@ -86,6 +100,9 @@ func (c *cache) lookup(name string) *entry {
 func (c *cache) get(ctx context.Context, name string) (*catalog.Catalog, error) {
 	if e := c.lookup(name); e != nil && c.fresh(e, time.Now()) {
 		return e.cat, nil
+	}
+	if c.missing != nil && c.missing.Contains(name) {
+		return nil, fmt.Errorf("catalog %s: %w (recently)", name, storage.ErrNotExist)
 	}
 	ch := c.flights.DoChan(name, func() (any, error) {
 		// Detached from the request: others wait on this result, so one
@@ -120,6 +137,9 @@ func (c *cache) load(ctx context.Context, name string) (*catalog.Catalog, error)
 		switch {
 		case errors.Is(err, storage.ErrNotExist):
 			c.remove(name, e.cat)
+			if c.missing != nil {
+				c.missing.Add(name, struct{}{})
+			}
 			return nil, err
 		case err != nil:
 			// The store is unreachable: keep serving what was served
@@ -137,8 +157,13 @@ func (c *cache) load(ctx context.Context, name string) (*catalog.Catalog, error)
 	}
 	p, etag, err := catalog.Current(ctx, c.store, name)
 	if err != nil {
-		if e != nil && errors.Is(err, storage.ErrNotExist) {
-			c.remove(name, e.cat)
+		if errors.Is(err, storage.ErrNotExist) {
+			if e != nil {
+				c.remove(name, e.cat)
+			}
+			if c.missing != nil {
+				c.missing.Add(name, struct{}{})
+			}
 		}
 		return nil, err
 	}
@@ -180,8 +205,12 @@ func (c *cache) insert(e *entry) {
 }
 
 // remove drops name's entry; with cat non-nil, only if it still holds cat
-// (a newer entry may have replaced it meanwhile).
+// (a newer entry may have replaced it meanwhile). Without cat, it also
+// forgets that name was missing: a publish in this process is seen at once.
 func (c *cache) remove(name string, cat *catalog.Catalog) {
+	if cat == nil && c.missing != nil {
+		c.missing.Remove(name)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.byName[name]; e != nil && (cat == nil || e.cat == cat) {

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"sync"
@@ -63,8 +64,7 @@ func (c *respCache) load(ctx context.Context, key string, fill func(context.Cont
 		if err != nil {
 			return nil, err
 		}
-		c.add(key, b)
-		return b, nil
+		return c.add(key, b), nil
 	})
 	if err != nil {
 		return nil, err
@@ -72,22 +72,29 @@ func (c *respCache) load(ctx context.Context, key string, fill func(context.Cont
 	return v.([]byte), nil
 }
 
-func (c *respCache) add(key string, body []byte) {
+// add keeps body under key. What counts against the budget is the memory
+// held, the buffer's capacity: a bytes.Buffer's slice may be twice its
+// length, so a body with much spare room is copied to a tight one first.
+func (c *respCache) add(key string, body []byte) []byte {
 	if int64(len(body)) > c.maxEntry {
-		return
+		return body
+	}
+	if cap(body)-len(body) > len(body)/16 {
+		body = bytes.Clone(body)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[key]; ok {
-		return
+	if el, ok := c.items[key]; ok {
+		return el.Value.(*respEntry).body
 	}
 	c.items[key] = c.ll.PushFront(&respEntry{key, body})
-	c.size += int64(len(body))
+	c.size += int64(cap(body))
 	for c.size > c.max {
 		el := c.ll.Back()
 		e := el.Value.(*respEntry)
 		c.ll.Remove(el)
 		delete(c.items, e.key)
-		c.size -= int64(len(e.body))
+		c.size -= int64(cap(e.body))
 	}
+	return body
 }

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -69,16 +70,26 @@ type OpenLister interface {
 // Config configures the endpoint.
 type Config struct {
 	// Token, when set, must be sent in Header as is or as "Bearer <token>".
-	// Knative delivers without credentials unless its OIDC support or a
-	// proxy adds them; without a token, keep the endpoint on a port that
-	// only the broker can reach.
 	Token string `json:"token,omitempty"`
+	// Audience, when set, accepts Knative Eventing's OIDC sender tokens:
+	// "Authorization: Bearer <JWT>" of a Kubernetes service account issued
+	// for this audience, checked with the TokenReview API (WithTokenReviewer).
+	Audience string `json:"audience,omitempty"`
+	// Insecure accepts events without credentials when neither Token nor
+	// Audience is set: anyone who reaches /events can trigger syncs. Without
+	// any of the three, New refuses the configuration.
+	Insecure bool `json:"insecure,omitempty"`
 	// Header holding the token (default Authorization).
 	Header string `json:"header,omitempty"`
 	// HostAliases for registry pushes (the webhook receivers' list).
 	HostAliases []webhook.HostAlias `json:"hostAliases,omitempty"`
 	// MaxBodyBytes caps request bodies (default 1 MiB).
 	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
+	// PingInterval coalesces PingSource events: a ping within this long
+	// (default 30s) of the last one that polled is ignored, so a flood of
+	// pings costs no more store reads than one (a poll reads every
+	// catalog's poll record).
+	PingInterval time.Duration `json:"pingInterval,omitempty"`
 	// RefUpdateInterval throttles ApiServerSource updates in Reference
 	// mode, which carry no generation to tell spec changes from status
 	// writes: at most one trigger per catalog per interval (default 30s).
@@ -87,19 +98,34 @@ type Config struct {
 
 // Handler is the CloudEvents endpoint.
 type Handler struct {
-	cfg     Config
-	lister  webhook.CatalogLister
-	trig    webhook.Triggerer
-	poller  Poller
-	match   *webhook.Matcher
-	seen    *webhook.Dedupe
-	refSeen *webhook.Dedupe
-	log     *slog.Logger
+	cfg      Config
+	lister   webhook.CatalogLister
+	trig     webhook.Triggerer
+	poller   Poller
+	match    *webhook.Matcher
+	seen     *webhook.Dedupe
+	refSeen  *webhook.Dedupe
+	log      *slog.Logger
+	notices  *webhook.Notices
+	outcome  func(source, outcome string)
+	reviewer TokenReviewer
+	now      func() time.Time
+	// lastPoll is when (unix ns) a ping last polled.
+	lastPoll atomic.Int64
 }
 
+// Source is the source label of the /events endpoint's outcomes, beside
+// the webhook receivers' types.
+const Source = "cloudevents"
+
+// errUnmatched is an ignored event about no configured catalog.
+var errUnmatched = fmt.Errorf("%w: no configured catalog", webhook.ErrIgnored)
+
 type options struct {
-	log *slog.Logger
-	now func() time.Time
+	log      *slog.Logger
+	now      func() time.Time
+	outcome  func(source, outcome string)
+	reviewer TokenReviewer
 }
 
 // Option configures a Handler.
@@ -107,6 +133,11 @@ type Option func(*options)
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithOutcome calls fn with Source and the outcome (webhook.Outcome*) of
+// every event and of every request refused before its events are read,
+// for the metric the webhook receivers count in.
+func WithOutcome(fn func(source, outcome string)) Option { return func(o *options) { o.outcome = fn } }
 
 // WithClock replaces time.Now for duplicate and throttle windows (tests).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -124,11 +155,17 @@ func New(cfg Config, lister webhook.CatalogLister, trig webhook.Triggerer, polle
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAuthConfig(cfg, o.reviewer); err != nil {
+		return nil, err
+	}
 	if cfg.Header == "" {
 		cfg.Header = "Authorization"
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = webhook.DefaultMaxBodyBytes
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = 30 * time.Second
 	}
 	if cfg.RefUpdateInterval <= 0 {
 		cfg.RefUpdateInterval = 30 * time.Second
@@ -139,8 +176,12 @@ func New(cfg Config, lister webhook.CatalogLister, trig webhook.Triggerer, polle
 		seen:    webhook.NewDedupe(4096, time.Hour),
 		refSeen: webhook.NewDedupe(4096, cfg.RefUpdateInterval),
 		log:     o.log,
+		notices: webhook.NewNotices(0),
+		outcome: o.outcome, reviewer: o.reviewer,
+		now: time.Now,
 	}
 	if o.now != nil {
+		h.now = o.now
 		h.seen.SetClock(o.now)
 		h.refSeen.SetClock(o.now)
 	}
@@ -160,19 +201,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, status, err := webhook.ReadBody(w, r, h.cfg.MaxBodyBytes)
 	if err != nil {
+		if status == http.StatusRequestEntityTooLarge {
+			h.report(webhook.OutcomeTooLarge)
+		} else {
+			h.report(webhook.OutcomeInvalid)
+		}
 		http.Error(w, err.Error(), status)
 		return
 	}
-	if h.cfg.Token != "" {
-		if err := webhook.AuthenticateHeader(r, h.cfg.Header, h.cfg.Token); err != nil {
-			status := http.StatusForbidden
-			if errors.Is(err, webhook.ErrUnauthenticated) {
-				status = http.StatusUnauthorized
-			}
-			h.log.Warn("cloudevent authentication failed", "remote", r.RemoteAddr, "err", err)
-			http.Error(w, http.StatusText(status), status)
-			return
-		}
+	if !h.authorized(w, r) {
+		return
 	}
 	evs, err := webhook.ParseCloudEvents(r.Header, body)
 	if err != nil {
@@ -180,6 +218,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, webhook.ErrUnsupportedMediaType) {
 			status = http.StatusUnsupportedMediaType
 		}
+		h.report(webhook.OutcomeInvalid)
 		h.log.Debug("cloudevent rejected", "err", err)
 		http.Error(w, err.Error(), status)
 		return
@@ -191,8 +230,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log := h.log.With("type", ev.Type(), "source", ev.Source(), "id", ev.ID())
 		if err := checkEvent(ev); err != nil {
 			if errors.Is(err, webhook.ErrIgnored) {
-				log.Debug("cloudevent ignored", "reason", err)
+				h.report(webhook.OutcomeIgnored)
+				h.notices.Log(ctx, log, webhook.OutcomeIgnored, "cloudevent ignored", "reason", err)
 			} else {
+				h.report(webhook.OutcomeInvalid)
 				bad = append(bad, err.Error())
 			}
 			continue
@@ -200,14 +241,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// CloudEvents ids are unique per source. Recorded only for events
 		// of a type this endpoint acts on, within the length bounds.
 		if h.seen.Seen(ev.Source() + "#" + ev.ID()) {
+			h.report(webhook.OutcomeDuplicate)
 			log.Debug("duplicate cloudevent ignored")
 			continue
 		}
 		err := h.handle(ctx, ev, &polled, log)
 		switch {
+		case err == nil:
+			h.report(webhook.OutcomeTriggered)
+		case errors.Is(err, errUnmatched):
+			h.report(webhook.OutcomeUnmatched)
+			h.notices.Log(ctx, log, webhook.OutcomeUnmatched, "cloudevent matched no catalog", "reason", err)
 		case errors.Is(err, webhook.ErrIgnored):
-			log.Debug("cloudevent ignored", "reason", err)
-		case err != nil:
+			h.report(webhook.OutcomeIgnored)
+			h.notices.Log(ctx, log, webhook.OutcomeIgnored, "cloudevent ignored", "reason", err)
+		default:
+			h.report(webhook.OutcomeInvalid)
 			log.Info("malformed cloudevent", "err", err)
 			bad = append(bad, err.Error())
 		}
@@ -246,6 +295,12 @@ func checkEvent(ev event.Event) error {
 	}
 }
 
+func (h *Handler) report(outcome string) {
+	if h.outcome != nil {
+		h.outcome(Source, outcome)
+	}
+}
+
 // handle acts on one event; errors wrap webhook.ErrIgnored or ErrMalformed.
 func (h *Handler) handle(ctx context.Context, ev event.Event, polled *bool, log *slog.Logger) error {
 	switch t := ev.Type(); t {
@@ -253,12 +308,17 @@ func (h *Handler) handle(ctx context.Context, ev event.Event, polled *bool, log 
 		if h.poller == nil {
 			return fmt.Errorf("%w: no poller configured", webhook.ErrIgnored)
 		}
-		// One poll answers a whole batch of pings.
-		if !*polled {
-			*polled = true
-			log.Info("polling due catalogs")
-			h.poller.PollDue(ctx)
+		// One poll answers a whole batch of pings, and every ping within
+		// PingInterval of it.
+		if *polled {
+			return nil
 		}
+		if !h.pollNow() {
+			return fmt.Errorf("%w: polled less than %s ago", webhook.ErrIgnored, h.cfg.PingInterval)
+		}
+		*polled = true
+		log.Info("polling due catalogs")
+		h.poller.PollDue(ctx)
 		return nil
 	case APIServerResourceAdd, APIServerResourceUpdate, APIServerRefAdd, APIServerRefUpdate:
 		name, err := h.clusterCatalog(ev)
@@ -274,9 +334,24 @@ func (h *Handler) handle(ctx context.Context, ev event.Event, polled *bool, log 
 		return err
 	}
 	if webhook.Dispatch(ctx, h.match, h.lister.Catalogs(), pushes, h.trig, "cloudevent "+ev.Type(), log) == 0 {
-		return fmt.Errorf("%w: no catalog in the pushed repository", webhook.ErrIgnored)
+		return fmt.Errorf("%w in the pushed repository", errUnmatched)
 	}
 	return nil
+}
+
+// pollNow reports whether a ping may poll now, and if so records it: the
+// first ping, or one PingInterval after the last that polled.
+func (h *Handler) pollNow() bool {
+	now := h.now().UnixNano()
+	for {
+		last := h.lastPoll.Load()
+		if last != 0 && now-last < int64(h.cfg.PingInterval) {
+			return false
+		}
+		if h.lastPoll.CompareAndSwap(last, now) {
+			return true
+		}
+	}
 }
 
 // clusterCatalog returns the name of the ClusterCatalog an ApiServerSource
@@ -344,7 +419,7 @@ func (h *Handler) clusterCatalog(ev event.Event) (string, error) {
 		return "", fmt.Errorf("%w: %s event %s: invalid ClusterCatalog name %q", webhook.ErrMalformed, ev.Type(), ev.ID(), name)
 	}
 	if !h.known(name) {
-		return "", fmt.Errorf("%w: catalog %s is not configured", webhook.ErrIgnored, name)
+		return "", fmt.Errorf("%w named %s", errUnmatched, name)
 	}
 	return name, nil
 }

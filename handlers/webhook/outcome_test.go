@@ -1,10 +1,12 @@
 package webhook
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -39,4 +41,49 @@ func TestOutcomes(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("outcomes %v (codes %v), want %v", got, codes, want)
 	}
+}
+
+// A notification that changes nothing says why at info level, once per
+// interval per receiver and reason; the rest go to debug.
+func TestNothingHappenedIsLogged(t *testing.T) {
+	var buf lockedLog
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	rc, _ := newTestReceiver(t, WithLogger(log))
+	post := func(body string) {
+		req := httptest.NewRequest(http.MethodPost, "/hooks/ci", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Signature-256", Sign("hook-test-secret", []byte(body)))
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, req)
+		if w.Code != http.StatusAccepted {
+			t.Fatalf("status %d", w.Code)
+		}
+	}
+	for range 5 {
+		post(`{"repository":"acme/unknown","tag":"v1"}`)
+	}
+	out := buf.String()
+	if n := strings.Count(out, `level=INFO msg="webhook matched no catalog" receiver=ci`); n != 1 {
+		t.Fatalf("%d info lines for 5 unmatched notifications, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, "acme/unknown") {
+		t.Fatalf("the line does not name the push:\n%s", out)
+	}
+}
+
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -57,11 +57,17 @@ type ReceiverConfig struct {
 const DefaultMaxBodyBytes = 1 << 20
 
 // Endpoint is where a configured receiver listens. For dockerhub and quay
-// receivers Path is a credential: show it only to whoever configures the
-// sender.
+// receivers Path is a credential (Secret is true): show it only to whoever
+// configures the sender, and route it as SecretRoute so that metrics and
+// request logs name the placeholder, never the path.
 type Endpoint struct {
 	Name, Type, Path string
+	Secret           bool
 }
+
+// SecretRoute is the route pattern that serves every path derived from a
+// secret, and what metrics and logs show instead of such a path.
+const SecretRoute = "/hooks/{token}"
 
 type endpoint struct {
 	cfg    ReceiverConfig
@@ -82,6 +88,7 @@ type Receiver struct {
 	seen    *Dedupe
 	log     *slog.Logger
 	outcome func(source, outcome string)
+	notices *Notices
 }
 
 type options struct {
@@ -157,6 +164,7 @@ func NewReceiver(cfg Config, lister CatalogLister, trig Triggerer, opts ...Optio
 		seen:    NewDedupe(o.dedupMax, o.dedupTTL),
 		log:     o.log,
 		outcome: o.outcome,
+		notices: NewNotices(0),
 	}
 	if rc.maxBody <= 0 {
 		rc.maxBody = DefaultMaxBodyBytes
@@ -223,7 +231,8 @@ func newEndpoint(c ReceiverConfig) (*endpoint, error) {
 func (rc *Receiver) Endpoints() []Endpoint {
 	out := make([]Endpoint, 0, len(rc.order))
 	for _, ep := range rc.order {
-		out = append(out, Endpoint{Name: ep.cfg.Name, Type: ep.cfg.Type, Path: ep.cfg.Path})
+		_, secret := ep.src.(pathAuthenticated)
+		out = append(out, Endpoint{Name: ep.cfg.Name, Type: ep.cfg.Type, Path: ep.cfg.Path, Secret: secret && ep.secret != ""})
 	}
 	return out
 }
@@ -292,7 +301,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "pong\n")
 		return
 	case errors.Is(err, ErrIgnored):
-		log.Debug("webhook ignored", "reason", err)
+		rc.notices.Log(r.Context(), log, ep.cfg.Name+"/"+OutcomeIgnored, "webhook ignored", "reason", err)
 		report(OutcomeIgnored)
 		accepted(w, 0)
 		return
@@ -319,6 +328,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		report(OutcomeTriggered)
 	} else {
 		report(OutcomeUnmatched)
+		rc.notices.Log(r.Context(), log, ep.cfg.Name+"/"+OutcomeUnmatched, "webhook matched no catalog", "pushes", describe(pushes))
 	}
 	accepted(w, n)
 }
@@ -369,4 +379,25 @@ func accepted(w http.ResponseWriter, n int) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintf(w, "accepted: %d catalog(s) triggered\n", n)
+}
+
+// describe names the first few pushes, for a log line of bounded length.
+func describe(pushes []Push) string {
+	const most = 3
+	var b strings.Builder
+	for i, p := range pushes {
+		if i == most {
+			fmt.Fprintf(&b, " and %d more", len(pushes)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		s := p.String()
+		if len(s) > 256 {
+			s = s[:256] + "…"
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }

@@ -160,6 +160,8 @@ type destination struct {
 		Namespace  string `json:"namespace,omitempty"`
 	} `json:"ref,omitempty"`
 	URI string `json:"uri,omitempty"`
+	// Audience is the OIDC audience the sender requests a token for.
+	Audience string `json:"audience,omitempty"`
 }
 
 type trigger struct {
@@ -353,6 +355,11 @@ func TestKnativeObjects(t *testing.T) {
 		}
 		if d.URI != "/events" {
 			t.Errorf("%s: sink uri %q, want /events", what, d.URI)
+		}
+		// Knative's sender tokens are for this audience; /events accepts
+		// only events.audience's.
+		if ev, _ := cfg["events"].(map[string]any); d.Audience == "" || d.Audience != ev["audience"] {
+			t.Errorf("%s: sink audience %q, want events.audience %v", what, d.Audience, ev["audience"])
 		}
 	}
 

@@ -28,6 +28,7 @@ const (
 	registrySecret = "hostile-registry-notify-secret"
 	ciSecret       = "hostile-ci-hmac-secret"
 	eventsToken    = "hostile-events-token"
+	apiToken       = "hostile-api-token"
 )
 
 // catalogName is the one catalog serve keeps synced.
@@ -122,7 +123,7 @@ events:
 `, e.store, e.reg.Host, catalogName, e.ref, e.reg.Host))
 	e.cs = servers.StartCatalogsyncAt(t, addr,
 		[]string{"--config", cfg, "--tmp-dir", e.tmp, "--no-docker-config", "--poll-check-interval", "1h", "--gc-interval", "0", "--read-timeout", readTimeout.String()},
-		"HOSTILE_REGISTRY_SECRET="+registrySecret, "HOSTILE_CI_SECRET="+ciSecret, "HOSTILE_EVENTS_TOKEN="+eventsToken)
+		"HOSTILE_REGISTRY_SECRET="+registrySecret, "HOSTILE_CI_SECRET="+ciSecret, "HOSTILE_EVENTS_TOKEN="+eventsToken, "CATALOGSYNC_API_TOKEN="+apiToken)
 	t.Cleanup(func() {
 		// The log goes with the test's temp dirs; keep it when it failed.
 		if t.Failed() {

@@ -158,16 +158,20 @@ func hostileRequests(e *env) []request {
 
 		// REST API.
 		{name: "api-wrong-content-type", path: "/api/v1/catalogs/" + catalogName + "/sync", body: []byte(`{"reason":"x"}`),
-			headers: map[string]string{"Content-Type": "text/plain"},
+			headers: map[string]string{"Content-Type": "text/plain", "Authorization": "Bearer " + apiToken},
 			status:  http.StatusUnsupportedMediaType, say: "must be application/json"},
 		{name: "api-malformed-json", path: "/api/v1/catalogs/" + catalogName + "/sync", body: []byte(`{"reason":`),
-			headers: map[string]string{"Content-Type": "application/json"},
+			headers: map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + apiToken},
 			status:  http.StatusBadRequest, say: "not a sync request"},
 		{name: "api-oversized-body", path: "/api/v1/catalogs/" + catalogName + "/sync", body: bytes.Repeat([]byte(" "), 8<<10),
-			headers: map[string]string{"Content-Type": "application/json"},
+			headers: map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + apiToken},
 			status:  http.StatusBadRequest, say: "larger than 4096 bytes"},
 		{name: "api-traversal-in-name", path: "/api/v1/catalogs/..%2F..%2Fetc/sync",
-			status: http.StatusBadRequest, say: "DNS-1123"},
+			headers: map[string]string{"Authorization": "Bearer " + apiToken},
+			status:  http.StatusBadRequest, say: "DNS-1123"},
+		{name: "api-without-token", path: "/api/v1/catalogs/" + catalogName + "/sync", body: []byte(`{"reason":"x"}`),
+			headers: map[string]string{"Content-Type": "application/json"},
+			status:  http.StatusUnauthorized, say: "bearer token"},
 	}
 }
 

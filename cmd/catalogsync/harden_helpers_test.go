@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// logBuffer is a bytes.Buffer safe to read while serve writes to it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// servedProc is a serve running in this process on a free loopback port.
+type servedProc struct {
+	addr string
+	logs *logBuffer
+	code chan int
+	stop context.CancelFunc
+}
+
+// startServe runs serve with args plus --addr, waits for /readyz and
+// stops it at cleanup.
+func startServe(t *testing.T, args ...string) *servedProc {
+	t.Helper()
+	s := &servedProc{addr: freeAddr(t), logs: &logBuffer{}, code: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go func() {
+		s.code <- run(ctx, append([]string{"serve", "--addr", s.addr, "--no-docker-config", "--poll-check-interval", "1h"}, args...), io.Discard, s.logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-s.code
+		if t.Failed() {
+			t.Log(s.logs.String())
+		}
+	})
+	waitHTTP(t, "http://"+s.addr+"/readyz")
+	return s
+}
+
+// writeConfig writes a serve config into a temp dir and returns its path.
+func writeServeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "catalogsync.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// do sends a request and returns its status and body.
+func do(t *testing.T, method, url, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/catalogsync/catalogsync/sync/status"
+	"github.com/catalogsync/catalogsync/test/servers"
+)
+
+const pingBody = `{"specversion":"1.0","type":"dev.knative.sources.ping","source":"/apis/v1/namespaces/x/pingsources/p","id":"ID","data":{}}`
+
+func ping(id string) string { return strings.Replace(pingBody, "ID", id, 1) }
+
+var ceJSON = map[string]string{"Content-Type": "application/cloudevents+json"}
+
+// Triggers need credentials unless the operator opens them, and then
+// serve says so at start.
+func TestServeSafeDefaults(t *testing.T) {
+	store := t.TempDir()
+	t.Run("events without credentials refuse to start", func(t *testing.T) {
+		cfg := writeServeConfig(t, "events: {}\n")
+		var errb logBuffer
+		code := run(context.Background(), []string{"serve", "--config", cfg, "--store", store, "--addr", freeAddr(t)}, io.Discard, &errb)
+		if code == 0 || !strings.Contains(errb.String(), "insecure: true") {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+	})
+	t.Run("closed by default", func(t *testing.T) {
+		cfg := writeServeConfig(t, "catalogs: [{name: tiny, image: \"127.0.0.1:1/tiny:v1\"}]\nevents: {token: s3cret}\n")
+		s := startServe(t, "--config", cfg, "--store", store)
+		base := "http://" + s.addr
+		if code, body := do(t, "POST", base+"/api/v1/catalogs/tiny/sync", "", nil); code != 401 {
+			t.Fatalf("POST without a token: %d %s", code, body)
+		}
+		if code, _ := do(t, "POST", base+"/events", ping("a"), ceJSON); code != 401 {
+			t.Fatalf("/events without a token: %d", code)
+		}
+		if code, _ := do(t, "POST", base+"/events", ping("b"), map[string]string{"Content-Type": ceJSON["Content-Type"], "Authorization": "Bearer s3cret"}); code != 202 {
+			t.Fatalf("/events with the token: %d", code)
+		}
+		if logs := s.logs.String(); strings.Contains(logs, "--api-open") || strings.Contains(logs, "events.insecure") {
+			t.Fatalf("warnings on a closed server:\n%s", s.logs.String())
+		}
+	})
+	t.Run("opened explicitly, with warnings", func(t *testing.T) {
+		cfg := writeServeConfig(t, "catalogs: [{name: tiny, image: \"127.0.0.1:1/tiny:v1\"}]\nevents: {insecure: true}\n")
+		s := startServe(t, "--config", cfg, "--store", store, "--api-open")
+		base := "http://" + s.addr
+		if code, body := do(t, "POST", base+"/api/v1/catalogs/tiny/sync", "", nil); code != 202 {
+			t.Fatalf("POST on an open API: %d %s", code, body)
+		}
+		if code, _ := do(t, "POST", base+"/events", ping("c"), ceJSON); code != 202 {
+			t.Fatalf("/events when insecure: %d", code)
+		}
+		logs := s.logs.String()
+		for _, want := range []string{"without a token (--api-open)", "accepts unauthenticated events (events.insecure)"} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("no warning %q:\n%s", want, logs)
+			}
+		}
+	})
+}
+
+// Random catalog names are answered 404 without a store operation.
+func TestServeUnknownNamesCostNoStoreOps(t *testing.T) {
+	cfg := writeServeConfig(t, "catalogs: [{name: tiny, image: \"127.0.0.1:1/tiny:v1\"}]\n")
+	s := startServe(t, "--config", cfg, "--store", t.TempDir())
+	base := "http://" + s.addr
+	before := storeOpsMetric(t, s.addr)
+	for range 300 {
+		name := "x" + strconv.FormatUint(rand.Uint64(), 36)
+		if code, _ := do(t, "GET", base+"/catalogs/"+name+"/api/v1/all", "", nil); code != 404 {
+			t.Fatalf("%s: %d", name, code)
+		}
+	}
+	if after := storeOpsMetric(t, s.addr); after != before {
+		t.Fatalf("300 requests for unknown catalogs made %d store operations", after-before)
+	}
+}
+
+var storeOpRE = regexp.MustCompile(`(?m)^catalogsync_storage_operation_duration_seconds_count\{[^}]*\} (\d+)$`)
+
+// storeOpsMetric sums the store operations serve's metrics counted.
+func storeOpsMetric(t *testing.T, addr string) int {
+	t.Helper()
+	n := 0
+	for _, m := range storeOpRE.FindAllStringSubmatch(string(scrape(t, addr)), -1) {
+		v, _ := strconv.Atoi(m[1])
+		n += v
+	}
+	return n
+}
+
+// Knative's OIDC sender tokens: a service-account token issued by the
+// real kube-apiserver for the configured audience is accepted on the
+// events listener; another audience, a forged token and none are refused,
+// and /events is not on the main listener.
+func TestServeEventsOIDC(t *testing.T) {
+	k := servers.StartKube(t)
+	restCfg, err := status.RESTConfig(k.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := coreclient.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := core.ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "oidc-pingsource"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	token := func(aud string) string {
+		tr, err := core.ServiceAccounts("default").CreateToken(ctx, "oidc-pingsource", &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	eventsAddr := freeAddr(t)
+	cfg := writeServeConfig(t, "catalogs: [{name: tiny, image: \"127.0.0.1:1/tiny:v1\"}]\nevents: {audience: catalogsync-events}\n")
+	s := startServe(t, "--config", cfg, "--store", t.TempDir(), "--kubeconfig", k.Kubeconfig, "--events-addr", eventsAddr)
+	good := token("catalogsync-events")
+	parts := strings.Split(good, ".")
+	forged := parts[0] + "." + parts[1] + "." + strings.Repeat("A", len(parts[2]))
+	for i, c := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"sender token", "Bearer " + good, 202},
+		{"other audience", "Bearer " + token("someone-else"), 403},
+		{"forged", "Bearer " + forged, 403},
+		{"none", "", 401},
+	} {
+		hdr := map[string]string{"Content-Type": ceJSON["Content-Type"], "Authorization": c.auth}
+		if code, body := do(t, "POST", "http://"+eventsAddr+"/events", ping(fmt.Sprint(i)), hdr); code != c.want {
+			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.want)
+		}
+	}
+	if code, _ := do(t, "POST", "http://"+s.addr+"/events", ping("main"), map[string]string{"Content-Type": ceJSON["Content-Type"], "Authorization": "Bearer " + good}); code != 404 {
+		t.Errorf("/events on the main listener: %d, want 404", code)
+	}
+	if logs := s.logs.String(); strings.Contains(logs, parts[2]) {
+		t.Error("a token's signature shows in the log")
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogsync/catalogsync/handlers/api"
+	"github.com/catalogsync/catalogsync/handlers/events"
+	"github.com/catalogsync/catalogsync/handlers/events/tokenreview"
+	"github.com/catalogsync/catalogsync/internal/stall"
+	"github.com/catalogsync/catalogsync/metrics"
+	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/status"
+)
+
+// router returns a chi router with serve's middleware: metrics and the
+// request log (both read chi's route pattern after routing, so they sit
+// on the top router) and the write-stall cut-off.
+func (f *serveFlags) router(m *metrics.Metrics, log *slog.Logger) chi.Router {
+	r := chi.NewRouter()
+	r.Use(m.HTTPMiddleware, api.LogRequests(log), stall.Responses(f.writeStall))
+	return r
+}
+
+// newServer returns the HTTP server for h. Bodies (webhooks, at most
+// 1 MiB) are read before they are authenticated: ReadTimeout keeps a client
+// that trickles one from holding a connection for ever. Responses may be
+// large and clients slow, so there is no WriteTimeout: stall.Responses
+// abandons only responses that make no progress.
+func newServer(h http.Handler, readLimit time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readLimit, IdleTimeout: 2 * time.Minute}
+}
+
+// serveEvents serves evr (the /events endpoint) on addr; the returned
+// function shuts it down.
+func serveEvents(addr string, evr http.Handler, readLimit time.Duration, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--events-addr: %w", err)
+	}
+	srv := newServer(evr, readLimit)
+	log.Info("serving events", "addr", ln.Addr().String())
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			log.Error("events listener", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
+}
+
+// eventsOptions builds the /events handler's options: its outcomes go to
+// the webhook metric, and an OIDC audience gets a TokenReview client of the
+// cluster (kubeconfig, else in-cluster).
+func eventsOptions(cfg events.Config, kubeconfig string, m *metrics.Metrics, log *slog.Logger) ([]events.Option, error) {
+	opts := []events.Option{events.WithLogger(log), events.WithOutcome(m.Webhook)}
+	if cfg.Audience != "" {
+		restCfg, err := status.RESTConfig(kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("events.audience: %w", err)
+		}
+		tr, err := tokenreview.NewForConfig(restCfg, cfg.Audience)
+		if err != nil {
+			return nil, fmt.Errorf("events.audience: %w", err)
+		}
+		opts = append(opts, events.WithTokenReviewer(tr))
+	}
+	if cfg.Token == "" && cfg.Audience == "" && cfg.Insecure {
+		log.Warn("/events accepts unauthenticated events (events.insecure): anyone who reaches it can trigger syncs")
+	}
+	return opts, nil
+}
+
+// configured reports whether a catalog is in set, for the content
+// handler: names outside it are answered 404 without a store lookup.
+func configured(set csync.CatalogSet) func(string) bool {
+	return func(name string) bool {
+		return slices.ContainsFunc(set.Catalogs(), func(c csync.Catalog) bool { return c.Name == name })
+	}
+}
+
+// shutdown stops accepting connections and lets requests in flight finish
+// for grace; those still running then (a client that stopped reading, a
+// trickled body) are closed. Taking the whole grace is not a failure.
+func shutdown(srv *http.Server, grace time.Duration, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("requests still running after the shutdown grace; closing their connections", "grace", grace)
+		return srv.Close()
+	}
+	return err
+}
