@@ -16,6 +16,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/handlers/events"
+	"github.com/catalogsync/catalogsync/handlers/ui"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
@@ -188,6 +189,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	contentH = content.New(store, contentOpts...)
 	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+	ui.New(store, set, ui.WithLogger(log)).Mount(r) // /ui/..., and / linking to it
 	if err := mountTriggers(r, cfg, engine, set, m, log); err != nil {
 		return err
 	}
