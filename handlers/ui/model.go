@@ -141,14 +141,14 @@ func bundleVersion(line []byte) string {
 
 // csvMetadata is the olm.csv.metadata property, the parts shown.
 type csvMetadata struct {
-	DisplayName  string            `json:"displayName"`
-	Description  string            `json:"description"`
+	DisplayName  string                `json:"displayName"`
+	Description  string                `json:"description"`
 	Provider     struct{ Name string } `json:"provider"`
-	Maturity     string            `json:"maturity"`
-	Keywords     []string          `json:"keywords"`
-	Capabilities string            `json:"-"`
-	Annotations  map[string]string `json:"annotations"`
-	MinKube      string            `json:"minKubeVersion"`
+	Maturity     string                `json:"maturity"`
+	Keywords     []string              `json:"keywords"`
+	Capabilities string                `json:"-"`
+	Annotations  map[string]string     `json:"annotations"`
+	MinKube      string                `json:"minKubeVersion"`
 	Links        []struct {
 		Name string `json:"name"`
 		URL  string `json:"url"`

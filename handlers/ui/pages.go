@@ -326,7 +326,7 @@ func (h *Handler) servePackage(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, "package.html", map[string]any{
 		"Catalog": c.Name, "Package": pkg, "Pkg": d.pkg, "Deprecated": d.dep.pkg, "Graphs": views, "Bundles": d.bundles,
-		"Icon": d.pkg.Icon != nil && iconType(d.pkg.Icon.MediaType) != "",
+		"Icon":    d.pkg.Icon != nil && iconType(d.pkg.Icon.MediaType) != "",
 		"Mermaid": packageURL(c.Name, pkg) + "graph.mmd",
 	})
 }
