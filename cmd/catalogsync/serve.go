@@ -188,8 +188,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		contentOpts = append(contentOpts, content.WithAvailability(ccSrc.Available))
 	}
 	contentH = content.New(store, contentOpts...)
-	contentH.Mount(r)                               // /catalogs/{name}/api/v1/{all,metas}
-	ui.New(store, set, ui.WithLogger(log)).Mount(r) // /ui/..., and / linking to it
+	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+	// The catalog browser at /ui/, and / linking to it.
+	ui.New(store, set, ui.WithLogger(log)).Mount(r)
 	if err := mountTriggers(r, cfg, engine, set, m, log); err != nil {
 		return err
 	}
