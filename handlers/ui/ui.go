@@ -62,7 +62,7 @@ const pagePolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img
 //go:embed templates/*.html
 var templateFS embed.FS
 
-//go:embed assets/*.js assets/*.css assets/*.LICENSE
+//go:embed assets/*.js assets/*.css assets/*.svg assets/*.LICENSE
 var assetFS embed.FS
 
 // CatalogLister returns the configured catalogs (sync.StaticCatalogs, or

@@ -14,14 +14,18 @@
 
   function short(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
 
-  function mb(n) { return (n / 1048576).toFixed(1); }
+  function bytes(n) {
+    if (n >= 1048576) return (n / 1048576).toFixed(1) + " MB";
+    if (n >= 1024) return (n / 1024).toFixed(1) + " KB";
+    return n + " B";
+  }
 
   // progressText says what a running sync is doing, as the status does.
   function progressText(p) {
     if (!p) return "";
     switch (p.phase) {
       case "Pulling":
-        if (p.layers) return "layer " + p.layer + "/" + p.layers + ": " + mb(p.bytesDone || 0) + "/" + mb(p.bytesTotal || 0) + " MB";
+        if (p.layers) return "layer " + p.layer + "/" + p.layers + ": " + bytes(p.bytesDone || 0) + " of " + bytes(p.bytesTotal || 0);
         return "pulling";
       case "Validating": return "validating " + (p.bundles || 0) + " bundles";
       case "Indexing": return "indexing " + (p.objects || 0) + " objects";
@@ -49,6 +53,14 @@
       bar.hidden = true;
     }
     set("last-error", lastError(c));
+    if (c.published) {
+      var d = row.querySelector(".digest");
+      if (d && d.title !== c.published.digest) {
+        d.title = c.published.digest;
+        d.textContent = c.published.digest.slice(0, 19) + "…";
+        set("published", c.published.publishedAt.replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC"));
+      }
+    }
     row.dataset.phase = c.phase;
   }
 
