@@ -36,9 +36,9 @@ func chromiumPath(t *testing.T) string {
 // browser is one headless Chromium tab, recording every console error,
 // uncaught exception and error log entry (CSP violations, failed loads).
 type browser struct {
-	t   *testing.T
-	ctx context.Context
-	mu  sync.Mutex
+	t    *testing.T
+	ctx  context.Context
+	mu   sync.Mutex
 	errs []string
 }
 

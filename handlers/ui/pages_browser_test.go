@@ -280,4 +280,3 @@ func testPackagePage(t *testing.T, b *browser, srv *server) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
