@@ -112,10 +112,15 @@ func buildGraph(ch fbcChannel, bundles map[string]bundleInfo, dep *deprecations,
 	return g
 }
 
-// markHeads marks the heads and the entries that cannot reach one.
+// markHeads marks the heads (entries nothing replaces or skips) and, as
+// operator-registry's validation does, the stranded entries: with one
+// head, those neither on its replaces chain nor skipped by an entry on
+// it, which no upgrade reaches.
 func (g *channelGraph) markHeads(ch fbcChannel) {
 	upgraded := map[string]bool{}
+	byName := map[string]fbcEntry{}
 	for _, e := range ch.Entries {
+		byName[e.Name] = e
 		if e.Replaces != "" {
 			upgraded[e.Replaces] = true
 		}
@@ -123,38 +128,26 @@ func (g *channelGraph) markHeads(ch fbcChannel) {
 			upgraded[s] = true
 		}
 	}
-	// Walk edges backwards from the heads: whatever is reached can
-	// upgrade to a head.
-	into := map[string][]string{}
-	for _, e := range g.Edges {
-		into[e.To] = append(into[e.To], e.From)
-	}
-	reached := map[string]bool{}
-	var queue []string
 	for _, e := range ch.Entries {
-		if !upgraded[e.Name] {
+		if !upgraded[e.Name] && !slices.Contains(g.Heads, e.Name) {
 			g.Heads = append(g.Heads, e.Name)
-			for i := range g.Nodes {
-				if g.Nodes[i].Name == e.Name {
-					g.Nodes[i].Head = true
-					reached[g.Nodes[i].ID] = true
-					queue = append(queue, g.Nodes[i].ID)
-				}
-			}
-		}
-	}
-	for len(queue) > 0 {
-		id := queue[0]
-		queue = queue[1:]
-		for _, from := range into[id] {
-			if !reached[from] {
-				reached[from] = true
-				queue = append(queue, from)
-			}
 		}
 	}
 	for i := range g.Nodes {
-		if n := &g.Nodes[i]; !n.Missing && !reached[n.ID] {
+		g.Nodes[i].Head = !g.Nodes[i].Missing && slices.Contains(g.Heads, g.Nodes[i].Name)
+	}
+	if len(g.Heads) != 1 {
+		return // several heads (or a cycle): the page says so
+	}
+	reached := map[string]bool{}
+	for name := g.Heads[0]; name != "" && !reached[name]; name = byName[name].Replaces {
+		reached[name] = true
+		for _, s := range byName[name].Skips {
+			reached[s] = true
+		}
+	}
+	for i := range g.Nodes {
+		if n := &g.Nodes[i]; !n.Missing && !reached[n.Name] {
 			n.Stranded = true
 			g.Stranded = append(g.Stranded, n.Name)
 		}

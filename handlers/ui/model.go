@@ -169,6 +169,18 @@ func parseCSVMetadata(line []byte) (csvMetadata, bool) {
 	return m, true
 }
 
+// csvSummary decodes only the display name and description of a bundle
+// line's olm.csv.metadata, in one pass over it.
+func csvSummary(line []byte) (m struct{ DisplayName, Description string }, ok bool) {
+	marker := []byte(`{"type":"olm.csv.metadata","value":`)
+	i := bytes.Index(line, marker)
+	if i < 0 {
+		return m, false
+	}
+	err := json.NewDecoder(bytes.NewReader(line[i+len(marker):])).Decode(&m)
+	return m, err == nil
+}
+
 // parseVersion is semver, tolerating a leading "v"; ok is false for what
 // does not parse, which sorts last.
 func parseVersion(s string) (semver.Version, bool) {

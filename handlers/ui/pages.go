@@ -80,10 +80,12 @@ type packageRow struct {
 	Icon                                                               bool
 }
 
-// row reads what a catalog page shows of pkg: its olm.package object, the
-// versions of its bundles (found in each line without decoding it),
-// the newest one's CSV metadata, and its deprecations. Rows are cached by
-// digest: content never changes.
+// row reads what a catalog page shows of pkg: its olm.package object, its
+// channels, the head of its default channel (the bundle a subscription
+// to the package gets, whose version and CSV metadata the row shows) and
+// its deprecations; counts come from the index. That is four small reads,
+// never all of the package's bundles. Rows are cached by digest: content
+// never changes.
 func (h *Handler) row(ctx context.Context, c *catalog.Catalog, pkg string) (packageRow, error) {
 	key := c.Meta.Digest + "\x00" + c.Name + "\x00" + pkg
 	if r, ok := h.rows.Get(key); ok {
@@ -96,22 +98,27 @@ func (h *Handler) row(ctx context.Context, c *catalog.Catalog, pkg string) (pack
 	row := packageRow{Name: pkg, DefaultChannel: p.DefaultChannel, Description: shorten(p.Description, 300),
 		Icon: p.Icon != nil && iconType(p.Icon.MediaType) != ""}
 	row.Channels, _ = c.Count(catalog.Query{Schema: "olm.channel", Package: pkg})
-	bundles, err := read(ctx, c, catalog.Query{Schema: "olm.bundle", Package: pkg})
+	row.Bundles, _ = c.Count(catalog.Query{Schema: "olm.bundle", Package: pkg})
+	ch, err := read(ctx, c, catalog.Query{Schema: "olm.channel", Package: pkg, Name: p.DefaultChannel})
 	if err != nil {
 		return packageRow{}, err
 	}
-	var latest []byte
-	eachLine(bundles, func(line []byte) error {
-		row.Bundles++
-		if v := bundleVersion(line); latest == nil || newer(v, row.Latest) {
-			row.Latest, latest = v, line
-		}
-		return nil
-	})
-	if m, ok := parseCSVMetadata(latest); ok {
-		row.DisplayName = m.DisplayName
-		if row.Description == "" {
-			row.Description = shorten(m.Description, 300)
+	var def fbcChannel
+	if i := bytes.IndexByte(ch, '\n'); i > 0 && json.Unmarshal(ch[:i], &def) == nil {
+		g := channelGraph{}
+		g.markHeads(def)
+		if len(g.Heads) > 0 {
+			b, err := read(ctx, c, catalog.Query{Schema: "olm.bundle", Package: pkg, Name: g.Heads[0]})
+			if err != nil {
+				return packageRow{}, err
+			}
+			row.Latest = bundleVersion(b)
+			if m, ok := csvSummary(b); ok {
+				row.DisplayName = m.DisplayName
+				if row.Description == "" {
+					row.Description = shorten(m.Description, 300)
+				}
+			}
 		}
 	}
 	dep, err := readDeprecations(ctx, c, pkg)
