@@ -101,7 +101,9 @@ func (t *timings) report(b *testing.B) {
 	}
 	s := slices.Clone(t.d)
 	slices.Sort(s)
-	q := func(p float64) float64 { return float64(s[min(int(p*float64(len(s))), len(s)-1)].Microseconds()) / 1000 }
+	q := func(p float64) float64 {
+		return float64(s[min(int(p*float64(len(s))), len(s)-1)].Microseconds()) / 1000
+	}
 	b.ReportMetric(q(0.50), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(float64(s[len(s)-1].Microseconds())/1000, "max-ms")

@@ -99,7 +99,7 @@ func TestDiff(t *testing.T) {
 	}
 	cur := map[objKey]uint64{
 		k("olm.package", "a", "a"): 1, k("olm.channel", "a", "stable"): 20, k("olm.bundle", "a", "a.v1"): 3, k("olm.bundle", "a", "a.v2"): 8,
-		k("olm.package", "new", "new"): 9,
+		k("olm.package", "new", "new"):   9,
 		k("olm.package", "same", "same"): 6, k("olm.bundle", "same", "same.v1"): 7,
 	}
 	pk, ch, bu := diff(old, cur)
