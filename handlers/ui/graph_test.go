@@ -124,3 +124,18 @@ func TestDiff(t *testing.T) {
 		t.Errorf("channels %+v bundles %+v", ch, bu)
 	}
 }
+
+func TestCSVSummary(t *testing.T) {
+	line := []byte(`{"name":"x","properties":[{"type":"olm.csv.metadata","value":{"annotations":{"alm-examples":"[{\"displayName\":\"no\"}]"},` +
+		`"crdDescriptions":{"owned":[{"displayName":"nested","name":"a"}]},"description":"the \"real\" one","displayName":"Shown","keywords":["k"]}},{"type":"olm.package","value":{}}]}`)
+	m, ok := csvSummary(line)
+	if !ok || m.DisplayName != "Shown" || m.Description != `the "real" one` {
+		t.Errorf("%+v %v", m, ok)
+	}
+	if _, ok := csvSummary([]byte(`{"properties":[]}`)); ok {
+		t.Error("summary of a bundle without CSV metadata")
+	}
+	if m, ok := csvSummary([]byte(`{"properties":[{"type":"olm.csv.metadata","value":{"description":`)); ok {
+		t.Errorf("truncated: %+v", m)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The File-Based Catalog objects the pages show, with only the fields they
@@ -169,16 +170,44 @@ func parseCSVMetadata(line []byte) (csvMetadata, bool) {
 	return m, true
 }
 
-// csvSummary decodes only the display name and description of a bundle
-// line's olm.csv.metadata, in one pass over it.
+// csvSummary reads only the display name and description of a bundle
+// line's olm.csv.metadata. Some CSVs carry a megabyte of annotations
+// (alm-examples) before them: a streaming decoder skips those without
+// decoding them, and stops at displayName (keys are sorted).
 func csvSummary(line []byte) (m struct{ DisplayName, Description string }, ok bool) {
 	marker := []byte(`{"type":"olm.csv.metadata","value":`)
 	i := bytes.Index(line, marker)
 	if i < 0 {
 		return m, false
 	}
-	err := json.NewDecoder(bytes.NewReader(line[i+len(marker):])).Decode(&m)
-	return m, err == nil
+	dec := jsontext.NewDecoder(bytes.NewReader(line[i+len(marker):]), jsontext.AllowInvalidUTF8(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return m, false
+	}
+	for dec.PeekKind() == '"' {
+		key, err := dec.ReadToken()
+		if err != nil {
+			return m, false
+		}
+		switch k := key.String(); k {
+		case "description", "displayName":
+			v, err := dec.ReadToken()
+			if err != nil {
+				return m, false
+			}
+			if k == "description" {
+				m.Description = v.String()
+			} else {
+				m.DisplayName = v.String()
+				return m, true
+			}
+		default:
+			if dec.SkipValue() != nil {
+				return m, false
+			}
+		}
+	}
+	return m, true
 }
 
 // parseVersion is semver, tolerating a leading "v"; ok is false for what
