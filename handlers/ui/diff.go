@@ -183,6 +183,28 @@ func (h *Handler) serveChanges(w http.ResponseWriter, r *http.Request) {
 	h.render(w, "changes.html", ch)
 }
 
+// warmChanges computes, in the background, what c's last publish changed,
+// so the link from the catalogs page answers from the cache: the first
+// computation streams two catalogs (about half a second for 220 MB).
+func (h *Handler) warmChanges(c *catalog.Catalog) {
+	key := c.Name + "\x00" + c.Meta.Digest
+	if _, busy := h.warming.LoadOrStore(key, true); busy {
+		return
+	}
+	go func() {
+		defer h.warming.Delete(key)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		from, err := h.previous(ctx, c)
+		if err == nil && from != "" {
+			_, err = h.changes(ctx, c, from)
+		}
+		if err != nil {
+			h.log.Debug("ui: changes not precomputed", "catalog", c.Name, "err", err)
+		}
+	}()
+}
+
 func (h *Handler) changes(ctx context.Context, c *catalog.Catalog, from string) (*changes, error) {
 	key := c.Name + "\x00" + from + "\x00" + c.Meta.Digest
 	if ch, ok := h.diffs.Get(key); ok {

@@ -63,6 +63,7 @@ func (h *Handler) serveCatalogs(w http.ResponseWriter, r *http.Request) {
 		case err == nil:
 			it.Digest, it.PublishedAt, it.Size = c.Meta.Digest, c.Pointer.PublishedAt, c.Meta.Size
 			it.Packages, it.Bundles, it.Channels = c.Meta.Schemas["olm.package"], c.Meta.Schemas["olm.bundle"], c.Meta.Schemas["olm.channel"]
+			h.warmChanges(c)
 		case errors.Is(err, storage.ErrNotExist):
 		default:
 			h.log.Warn("ui: catalog unreadable", "catalog", cfg.Name, "err", err)

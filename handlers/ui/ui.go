@@ -82,11 +82,12 @@ type Handler struct {
 	tmpl      *template.Template
 	assets    http.Handler
 
-	mu     sync.Mutex
-	opened map[string]*openCatalog
-	rows   *lru.Cache[string, packageRow]
-	diffs  *lru.Cache[string, *changes]
-	diffMu sync.Mutex // one diff computed at a time: each streams two catalogs
+	mu      sync.Mutex
+	opened  map[string]*openCatalog
+	rows    *lru.Cache[string, packageRow]
+	diffs   *lru.Cache[string, *changes]
+	diffMu  sync.Mutex // one diff computed at a time: each streams two catalogs
+	warming sync.Map   // catalog and digest whose diff is being precomputed
 }
 
 type openCatalog struct {
