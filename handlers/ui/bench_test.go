@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,6 +113,14 @@ func (t *timings) report(b *testing.B) {
 	b.ReportMetric(rssMB("VmHWM"), "peak-rss-MB")
 }
 
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // rssMB reads this process's resident set from /proc (0 elsewhere).
 func rssMB(field string) float64 {
 	f, err := os.Open("/proc/self/status")
@@ -192,6 +201,7 @@ func BenchmarkPages(b *testing.B) {
 				get(b, srv.URL+p)
 			}
 			tm.d = nil
+			cpu0 := cpuTime()
 			b.ResetTimer()
 			for range b.N {
 				if k.fresh {
@@ -206,6 +216,10 @@ func BenchmarkPages(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			// CPU of the whole process (server and client) per page: an
+			// upper bound of the server's work that a busy machine does
+			// not inflate as it does wall-clock times.
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N*len(k.paths)), "cpu-ms/page")
 			tm.report(b)
 		})
 	}
