@@ -53,6 +53,10 @@ func hashes(ctx context.Context, c *catalog.Catalog) (map[objKey]uint64, error) 
 	var buf []byte
 	var readErr error
 	c.Objects(catalog.Query{}, func(o catalog.Object) bool {
+		if o.Size > maxRead {
+			readErr = fmt.Errorf("%w: one object of %d bytes", errTooLarge, o.Size)
+			return false
+		}
 		if int64(cap(buf)) < o.Size {
 			buf = make([]byte, o.Size)
 		}

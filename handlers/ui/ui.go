@@ -22,6 +22,7 @@ import (
 	"embed"
 	"errors"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -81,6 +82,7 @@ type Handler struct {
 	apiPath   string
 	tmpl      *template.Template
 	assets    http.Handler
+	root      chi.Router
 
 	mu      sync.Mutex
 	opened  map[string]*openCatalog
@@ -115,10 +117,13 @@ func New(store storage.Store, catalogs CatalogLister, opts ...Option) *Handler {
 		h.log = slog.Default()
 	}
 	h.rows, _ = lru.New[string, packageRow](20000)
-	h.diffs, _ = lru.New[string, *changes](32)
+	// A diff of catalogs that differ entirely lists every name: keep few.
+	h.diffs, _ = lru.New[string, *changes](8)
 	h.tmpl = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
 	sub, _ := fs.Sub(assetFS, "assets")
 	h.assets = http.StripPrefix(Prefix+"/assets/", http.FileServerFS(sub))
+	h.root = chi.NewRouter()
+	h.Mount(h.root)
 	return h
 }
 
@@ -130,11 +135,7 @@ func (h *Handler) Mount(r chi.Router) {
 
 // ServeHTTP serves the pages at their paths, for tests and callers
 // without a router.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	root := chi.NewRouter()
-	h.Mount(root)
-	root.ServeHTTP(w, r)
-}
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.ServeHTTP(w, r) }
 
 func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
@@ -278,6 +279,5 @@ func (h *Handler) render(w http.ResponseWriter, name string, data any) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	io := b.String()
-	w.Write([]byte(io))
+	io.WriteString(w, b.String())
 }
