@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 command -v go >/dev/null || { echo "test/run.sh: Go is required (https://go.dev/dl)" >&2; exit 1; }
 
 # Build what the tests start; a no-op when the cache already holds them.
-test/tools.sh build registry etcd minio kube-apiserver
+test/tools.sh build registry etcd minio kube-apiserver chromium
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))

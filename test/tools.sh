@@ -6,6 +6,7 @@
 #   test/tools.sh path NAME      # prints the binary's path (builds it if absent)
 #   test/tools.sh have NAME      # prints the path only if already built (exit 1 otherwise)
 #   test/tools.sh dir            # prints the cache folder
+#   test/tools.sh path chromium  # Debian's chromium for the UI tests (apt-get installs it when absent)
 #
 # Everything comes from the Go module proxy; recipes and pinned versions are
 # the ones known to build with the machine's Go toolchain.
@@ -36,6 +37,7 @@ dest() {
 
 bin_of() {
   case "$1" in
+    chromium) command -v chromium || true ;;
     kube-apiserver|kube) echo "$(dest "$1")/kube-apiserver" ;;
     *) echo "$(dest "$1")/$1" ;;
   esac
@@ -152,8 +154,20 @@ build_gremlins() {
   log "gremlins ready: $d/gremlins"
 }
 
+# chromium is the one tool that is a system package: the UI tests drive
+# Debian's headless chromium, installed with apt-get when absent.
+build_chromium() {
+  command -v chromium >/dev/null && return 0
+  local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  log "installing Debian's chromium with apt-get"
+  # Not fatal: without it the UI browser tests skip and say why.
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium; } ||
+    log "could not install chromium; the UI browser tests will skip"
+}
+
 build_one() {
   case "$1" in
+    chromium) with_lock chromium build_chromium ;;
     registry) with_lock registry build_registry ;;
     minio) with_lock minio build_minio ;;
     etcd) with_lock etcd build_etcd ;;

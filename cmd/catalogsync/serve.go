@@ -15,6 +15,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/handlers/events"
+	"github.com/catalogsync/catalogsync/handlers/ui"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
@@ -205,6 +206,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	contentH = content.New(store, contentOpts...)
 	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+	// The catalog browser at /ui/, and / linking to it.
+	ui.New(store, set, ui.WithLogger(log)).Mount(r)
 	evr := r
 	if sf.eventsAddr != "" {
 		evr = sf.router(m, log)

@@ -1,0 +1,134 @@
+package ui
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogsync/catalogsync/handlers/api"
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/fs"
+	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+)
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "../..")
+}
+
+// sharedDir is the workplace's shared data beside the repository
+// (../shared), or CATALOGSYNC_SHARED; "" when absent, and the test that
+// needs it skips.
+func sharedDir(t testing.TB) string {
+	d := os.Getenv("CATALOGSYNC_SHARED")
+	if d == "" {
+		d = filepath.Join(repoRoot(t), "../shared")
+	}
+	if _, err := os.Stat(d); err != nil {
+		return ""
+	}
+	return d
+}
+
+func newStore(t testing.TB) storage.Store {
+	t.Helper()
+	s, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// syncDir publishes the FBC folder dir as catalog name through the real
+// pipeline, from an OCI layout: what serve stores is what pages read.
+func syncDir(t testing.TB, store storage.Store, name, dir string) csync.Result {
+	t.Helper()
+	ctx := context.Background()
+	layout := "ocidir://" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	if _, err := imagebuild.Push(ctx, imagebuild.NewRegClient(), layout, imagebuild.FromDir(dir, "/configs")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := source.New(source.WithDockerConfig(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	res, err := csync.NewPipeline(src, store, csync.WithTempDir(t.TempDir())).Run(ctx, csync.Catalog{Name: name, Image: layout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// server serves the pages and the REST API over store, as serve mounts
+// them, with an engine over set.
+type server struct {
+	*httptest.Server
+	engine *csync.Engine
+}
+
+func startServer(t testing.TB, store storage.Store, set csync.StaticCatalogs, pl *csync.Pipeline) *server {
+	t.Helper()
+	if pl == nil {
+		src, err := source.New(source.WithDockerConfig(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { src.Close() })
+		pl = csync.NewPipeline(src, store)
+	}
+	// Nothing syncs unless a test triggers it.
+	eng := csync.NewEngine(pl, set, store, csync.WithSettle(0, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	eng.Start(ctx)
+	t.Cleanup(func() { cancel(); eng.Wait() })
+	r := chi.NewRouter()
+	api.New(eng, set, store, api.WithLogger(quietLogger())).Mount(r)
+	New(store, set, WithLogger(quietLogger())).Mount(r)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return &server{Server: srv, engine: eng}
+}
+
+func get(t testing.TB, url string) (*http.Response, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+func mustContain(t testing.TB, what, body string, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(body, s) {
+			t.Errorf("%s lacks %q", what, s)
+		}
+	}
+}
