@@ -64,6 +64,9 @@ func (v *Validator) Validate() error {
 			for _, p := range it.ref.Problems {
 				c.fail(RuleDecode, it.path, pkg, "%s %q: %s", k.kind, it.name, p)
 			}
+			for _, p := range it.ref.ObjectProblems {
+				c.fail(RuleProperty, it.path, pkg, "%s %q: %s", k.kind, it.name, p)
+			}
 		}
 	}
 	pkgs := v.convertPackages(c)
@@ -192,7 +195,7 @@ func checkBundle(c *checker, it *item) (semver.Version, bool) {
 	for _, p := range ref.PropertyProblems {
 		c.fail(RuleProperty, it.path, it.pkg, "bundle %q: %s", it.name, p)
 	}
-	if len(ref.PropertyProblems) > 0 {
+	if len(ref.PropertyProblems) > 0 || len(ref.ObjectProblems) > 0 {
 		return semver.Version{}, false
 	}
 	if n := len(ref.Packages); n != 1 {

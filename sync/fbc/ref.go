@@ -39,8 +39,10 @@ type Ref struct {
 	// schema, as operator-registry's typed decoding would report them.
 	Problems []string
 	// PropertyProblems are bundle property values operator-registry
-	// cannot parse as their type says.
-	PropertyProblems []string
+	// cannot parse as their type says; ObjectProblems those of
+	// olm.bundle.object, which it reads while loading, before anything
+	// else is checked.
+	PropertyProblems, ObjectProblems []string
 }
 
 // ChannelEntry is one entry of a channel's upgrade graph.
@@ -308,7 +310,12 @@ func (r *refReader) properties(v node, ref *Ref) {
 			return
 		}
 		if msg := r.propertyValue(ref, typ, value, hasValue); msg != "" {
-			ref.PropertyProblems = append(ref.PropertyProblems, at{"property", i, "", typ}.String()+": "+msg)
+			msg = at{"property", i, "", typ}.String() + ": " + msg
+			if typ == "olm.bundle.object" {
+				ref.ObjectProblems = append(ref.ObjectProblems, msg)
+			} else {
+				ref.PropertyProblems = append(ref.PropertyProblems, msg)
+			}
 		}
 	})
 }

@@ -50,7 +50,9 @@ func (g *gen) catalog() catalog {
 	if g.one(3) {
 		extra = append(extra, g.deprecations(names))
 	}
-	if g.odds() {
+	// Objects of other schemas carry the odd YAML and JSON surface
+	// without making the catalog invalid.
+	for range g.rng.IntN(3) {
 		extra = append(extra, g.oddObject(names))
 	}
 	return g.layout(objs, extra)
@@ -384,7 +386,7 @@ func (g *gen) bundle(p *pkgPlan, name, version string) *obj {
 		b.set("relatedImages", ri)
 	}
 	if g.odds() {
-		b.set(g.pick("Image", "csvJson", "objects", "x-extra"), "z")
+		b.set(g.pick("Image", "csvJson", "objects", "x-extra", "x-extra2"), "z")
 	}
 	g.shuffleKeys(b)
 	return b
@@ -558,7 +560,15 @@ func (g *gen) deprecations(pkgs []string) any {
 // schemas, no schema, duplicate folded keys, non-string meta fields,
 // YAML tags and 1.1 scalars, odd JSON numbers.
 func (g *gen) oddObject(pkgs []string) any {
-	switch g.rng.IntN(12) {
+	switch g.rng.IntN(16) {
+	case 12:
+		return o("schema", "x.y", "text", g.text(), "more", arr{g.text(), g.text()}, "nested", o("t", g.text()))
+	case 13:
+		return o("schema", "x.y", "anchored", o("k", g.text()), "list", arr{num("1"), true, nil, "s"})
+	case 14:
+		return o("schema", "x.y", "ts", raw{y: g.pick("2001-12-14t21:59:43.10-05:00", "2002-12-14", "!!timestamp 2001-12-14", "!!binary aGk=", "!!float 1", "!!int 010", "!!bool yes", "!!null ''", "0.", "-.5", "1.e3", "0xFF", "-0x1"), s: "x"})
+	case 15:
+		return o("schema", "x.y", "esc", raw{y: g.pick(`"\x41\u00e9\U0001F600\t\N\_\L\P"`, `'it''s'`, "\"a\\\n  b\"", "|+\n  keep\n\n", ">-\n  folded\n  line\n", "|2\n   indented\n"), s: "x"})
 	case 0:
 		return o("schema", "vendor.thing", "package", pkgs[0], "data", o("n", num(g.pick("1e400", "-0", "1.0", "1E2", "12345678901234567890", "0.1", "1e-7", "123456789.123"))))
 	case 1:

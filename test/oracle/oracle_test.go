@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -25,13 +26,14 @@ import (
 )
 
 var (
-	flagCount = flag.Int("oracle.count", 0, "generated cases (default 600, or $CATALOGSYNC_ORACLE_COUNT)")
+	flagCount = flag.Int("oracle.count", 0, "generated cases (default 800, or $CATALOGSYNC_ORACLE_COUNT)")
 	flagSeed  = flag.Uint64("oracle.seed", 0, "first seed (default: from the time; printed)")
 	flagJobs  = flag.Int("oracle.jobs", 0, "cases run at once (default: GOMAXPROCS)")
 )
 
-// ciCount keeps the CI run near a minute and a half on two shared cores.
-const ciCount = 600
+// ciCount keeps the CI run near a minute and a half on two shared cores
+// (measured: docs/oracle.md).
+const ciCount = 800
 
 func count() int {
 	if *flagCount > 0 {
@@ -176,6 +178,7 @@ type tally struct {
 	mu                          sync.Mutex
 	valid, stored, split, total int
 	rules                       map[string]int
+	parseMsgs                   map[string]int // opm's parse errors, shortened
 }
 
 func (t *tally) add(v verdict) {
@@ -197,6 +200,13 @@ func (t *tally) add(v verdict) {
 	for _, r := range v.rules {
 		t.rules[r]++
 	}
+	if !v.valid && v.rules[0] == fbc.RuleParse {
+		if t.parseMsgs == nil {
+			t.parseMsgs = map[string]int{}
+		}
+		m := regexp.MustCompile(`line \d+|offset \d+|"[^"]*"`).ReplaceAllString(v.msg, "_")
+		t.parseMsgs[m[:min(len(m), 90)]]++
+	}
 }
 
 func (t *tally) String() string {
@@ -209,6 +219,11 @@ func (t *tally) String() string {
 	fmt.Fprintf(&b, "opm valid %d of %d, catalogd stored %d, parse split %d; rules fired:", t.valid, t.total, t.stored, t.split)
 	for _, k := range keys {
 		fmt.Fprintf(&b, " %s=%d", k, t.rules[k])
+	}
+	if testing.Verbose() {
+		for m, n := range t.parseMsgs {
+			fmt.Fprintf(&b, "\n  %4d parse: %s", n, m)
+		}
 	}
 	return b.String()
 }

@@ -121,7 +121,7 @@ var opmRules = []struct {
 	re   *regexp.Regexp
 	rule string
 }{
-	{regexp.MustCompile(`^object '.*' is missing root schema field`), fbc.RuleSchemaMissing},
+	{regexp.MustCompile(`(?s)^object '.*' is missing root schema field`), fbc.RuleSchemaMissing},
 	{regexp.MustCompile(`^(parse (package|channel|bundle|deprecation)): `), fbc.RuleDecode},
 	{regexp.MustCompile(`^read bundle objects: `), fbc.RuleProperty},
 	{regexp.MustCompile(`^config contains package with no name`), fbc.RulePackageName},

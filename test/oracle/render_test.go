@@ -70,6 +70,7 @@ func (f file) bytes() []byte {
 	}
 	for i, d := range f.docs {
 		r := &renderer{rng: rand.New(rand.NewPCG(d.style, 7)), anchors: map[string]string{}}
+		r.slash, r.yslash = r.one(10), r.one(30)
 		if d.json {
 			if i > 0 && !f.docs[i-1].json {
 				b.WriteString("---\n")
@@ -104,6 +105,8 @@ type renderer struct {
 	rng     *rand.Rand
 	anchors map[string]string // rendered flow text -> anchor name
 	n       int
+	slash   bool // escape '/' in JSON
+	yslash  bool // and in YAML, which yaml.v2 refuses
 }
 
 func (r *renderer) one(n int) bool { return r.rng.IntN(n) == 0 }
@@ -176,9 +179,9 @@ func (r *renderer) jsonString(b *strings.Builder, s string) {
 			b.WriteRune(c)
 		case c < 0x20:
 			fmt.Fprintf(b, "\\u%04x", c)
-		case c == '/' && r.one(8):
+		case c == '/' && r.slash:
 			b.WriteString("\\/")
-		case c > 0xffff && r.one(2):
+		case c > 0xffff && r.slash:
 			r1, r2 := utf16Pair(c)
 			fmt.Fprintf(b, "\\u%04x\\u%04X", r1, r2)
 		case (c == '<' || c == '&' || c > 0x7f) && r.one(3):
@@ -288,7 +291,7 @@ func (r *renderer) doubleQuoted(s string) string {
 			} else {
 				fmt.Fprintf(&b, `\u%04X`, c)
 			}
-		case c == '/' && r.one(60):
+		case c == '/' && r.slash && r.yslash:
 			b.WriteString(`\/`)
 		case c == ' ' && r.one(20):
 			b.WriteString(`\ `)
