@@ -2,7 +2,6 @@ package fbc
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -160,21 +159,11 @@ func (r *refReader) strs(dst *[]string, v node, w at) {
 	}
 }
 
-// base64 checks a []byte field, which encoding/json reads as base64.
-func (r *refReader) base64(v node, w at) (nonEmpty bool) {
-	switch v.kind {
-	case kNull:
-		return false
-	case kStr:
-		buf := r.a.scratch(base64.StdEncoding.DecodedLen(len(v.s)))
-		n, err := base64.StdEncoding.Decode(buf, v.s)
-		if err != nil {
-			r.problem(w, "%v", err)
-		}
-		return n > 0
-	default:
-		r.problem(w, "cannot unmarshal %s into a base64 string", v.kind)
-		return false
+// bytes checks a []byte field, which encoding/json reads as base64 text
+// or as an array of byte values.
+func (r *refReader) bytes(v node, w at) {
+	if _, msg := r.a.bytesValue(v, ""); msg != "" {
+		r.problem(w, "%s", msg)
 	}
 }
 
@@ -196,7 +185,7 @@ func (a *arena) ref(root node, schema string) *Ref {
 				r.fields(v, field("icon"), func(k []byte, v node) {
 					switch {
 					case is(k, "base64data"):
-						r.base64(v, field("icon.base64data"))
+						r.bytes(v, field("icon.base64data"))
 					case is(k, "mediatype"):
 						r.str(nil, v, field("icon.mediatype"))
 					}

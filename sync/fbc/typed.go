@@ -190,13 +190,13 @@ func dot(where, key string) string {
 }
 
 // bytesValue decodes a []byte field: base64 text, or an array of numbers
-// that fit a byte.
+// that fit a byte. The result is only valid until the next call.
 func (a *arena) bytesValue(v node, where string) ([]byte, string) {
 	switch v.kind {
 	case kNull:
 		return nil, ""
 	case kStr:
-		buf := make([]byte, base64.StdEncoding.DecodedLen(len(v.s)))
+		buf := a.scratch(base64.StdEncoding.DecodedLen(len(v.s)))
 		n, err := base64.StdEncoding.Decode(buf, v.s)
 		if err != nil {
 			return nil, fmt.Sprintf("%s%v", prefix(where), err)

@@ -282,7 +282,9 @@ func TestOracle(t *testing.T) {
 					t.Errorf("case %d (seed %d): %v", i, seed+uint64(i), err)
 					return
 				}
-				done.Add(1)
+				if n := done.Add(1); n%1000 == 0 {
+					t.Logf("oracle: %d cases, %d differences, %v", n, diffs.Load(), time.Since(start).Round(time.Second))
+				}
 				if d == "" {
 					continue
 				}
