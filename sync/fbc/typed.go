@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // A shape describes a Go type operator-registry decodes a property value
@@ -115,13 +116,27 @@ func (s shape) field(key []byte) (shape, bool) {
 }
 
 // check reports the first value encoding/json would refuse to decode into
-// s, as "where: why"; "" when v decodes.
+// s, as "where: why"; "" when v decodes. The path is only built on
+// failure: checking allocates nothing.
 func (a *arena) check(v node, s shape, where string) string {
-	if v.kind == kNull || s.kind == sAny {
+	path, msg := a.judge(v, s)
+	if msg == "" {
 		return ""
 	}
-	bad := func() string {
-		return fmt.Sprintf("%scannot unmarshal %s into Go value of type %s", prefix(where), v.kind, s.name)
+	if where != "" || path != "" {
+		return strings.TrimPrefix(where+path, ".") + ": " + msg
+	}
+	return msg
+}
+
+// judge is check's walk: on failure, the path below v (".key", "[i]")
+// and why.
+func (a *arena) judge(v node, s shape) (path, msg string) {
+	if v.kind == kNull || s.kind == sAny {
+		return "", ""
+	}
+	bad := func() (string, string) {
+		return "", fmt.Sprintf("cannot unmarshal %s into Go value of type %s", v.kind, s.name)
 	}
 	switch s.kind {
 	case sString:
@@ -137,19 +152,21 @@ func (a *arena) check(v node, s shape, where string) string {
 			return bad()
 		}
 		// The blob holds the number as encoding/json wrote the float64.
-		if _, err := strconv.ParseInt(string(appendFloat(nil, v.f)), 10, s.bits); err != nil {
-			return fmt.Sprintf("%scannot unmarshal number %s into Go value of type %s", prefix(where), appendFloat(nil, v.f), s.name)
+		var buf [32]byte
+		text := appendFloat(buf[:0], v.f)
+		if _, err := strconv.ParseInt(string(text), 10, s.bits); err != nil {
+			return "", fmt.Sprintf("cannot unmarshal number %s into Go value of type %s", text, s.name)
 		}
 	case sBytes:
-		_, msg := a.bytesValue(v, where)
-		return msg
+		_, m := a.bytesValue(v, "")
+		return "", m
 	case sSlice:
 		if v.kind != kArr {
 			return bad()
 		}
 		for i := range int(v.n) {
-			if msg := a.check(*a.child(v, i), *s.elem, fmt.Sprintf("%s[%d]", where, i)); msg != "" {
-				return msg
+			if p, m := a.judge(*a.child(v, i), *s.elem); m != "" {
+				return fmt.Sprintf("[%d]", i) + p, m
 			}
 		}
 	case sMap, sStruct:
@@ -167,26 +184,12 @@ func (a *arena) check(v node, s shape, where string) string {
 			if !ok {
 				continue
 			}
-			if msg := a.check(*a.child(v, 2*i+1), f, dot(where, string(key))); msg != "" {
-				return msg
+			if p, m := a.judge(*a.child(v, 2*i+1), f); m != "" {
+				return "." + string(key) + p, m
 			}
 		}
 	}
-	return ""
-}
-
-func prefix(where string) string {
-	if where == "" {
-		return ""
-	}
-	return where + ": "
-}
-
-func dot(where, key string) string {
-	if where == "" {
-		return key
-	}
-	return where + "." + key
+	return "", ""
 }
 
 // bytesValue decodes a []byte field: base64 text, or an array of numbers
@@ -222,4 +225,11 @@ func (a *arena) bytesValue(v node, where string) ([]byte, string) {
 		return out, ""
 	}
 	return nil, fmt.Sprintf("%scannot unmarshal %s into Go value of type []uint8", prefix(where), v.kind)
+}
+
+func prefix(where string) string {
+	if where == "" {
+		return ""
+	}
+	return where + ": "
 }
