@@ -173,7 +173,7 @@ func BenchmarkMetasWrk(b *testing.B) {
 func wrk(b *testing.B, f *fixture, args, env []string, path, enc string) {
 	url, _, stop := startServe(b, f, args, env, "/healthz")
 	defer stop()
-	runWrk(b, url+path, enc)
+	runWrk(b, url+path, enc, false)
 }
 
 func parseWrk(b *testing.B, out string) (rps, p99ms float64) {
