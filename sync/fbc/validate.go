@@ -41,10 +41,9 @@ type item struct {
 
 // Validator collects the objects of one catalog, in catalog order, and
 // checks the whole catalog once: the rules of operator-registry's
-// declcfg.ConvertToModel and model.Validate (as its aggregated
-// declcfg.Validate reports them), every violation reported. Objects of
-// unknown schemas are counted and not validated. It is not safe for
-// concurrent use.
+// declcfg.LoadFS, declcfg.ConvertToModel and model.Validate, as `opm
+// validate` applies them (see Validate). Objects of unknown schemas are
+// counted and not validated. It is not safe for concurrent use.
 type Validator struct {
 	packages, channels, bundles, deprecations []item
 	others                                    int
