@@ -4,7 +4,8 @@
 # is bench/report/benchmarks.md.tmpl, the tables come from this run). Each
 # figure is measured in the same run as its baseline.
 #
-#   bench/run.sh                  # everything (8-9 minutes on 2 busy cores)
+#   bench/run.sh                  # everything (8-9 minutes on 2 busy cores, ~6 more
+#                                 # with the peers present)
 #   BENCH_QUICK=1 bench/run.sh    # one iteration each, 2 s wrk runs: checks
 #                                 # the harness in a few minutes
 #   bench/run.sh sync load        # only some steps: sync, serve, load, peers, micro
