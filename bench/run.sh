@@ -4,10 +4,11 @@
 # is bench/report/benchmarks.md.tmpl, the tables come from this run). Each
 # figure is measured in the same run as its baseline.
 #
-#   bench/run.sh                  # everything (8-9 minutes on 2 busy cores)
+#   bench/run.sh                  # everything (8-9 minutes on 2 busy cores, ~6 more
+#                                 # with the peers present)
 #   BENCH_QUICK=1 bench/run.sh    # one iteration each, 2 s wrk runs: checks
 #                                 # the harness in a few minutes
-#   bench/run.sh sync load        # only some steps: sync, serve, load, micro
+#   bench/run.sh sync load        # only some steps: sync, serve, load, peers, micro
 #
 # A quick or partial run writes its document to $TMPDIR, not to docs/
 # (BENCH_OUT=FILE chooses). The raw benchmark output is kept beside it
@@ -17,15 +18,18 @@
 # beside the repository (../shared/testdata/fbc) skip without it, and the
 # document says "skipped: …" where their figures would be
 # (CATALOGSYNC_BENCH_COMMUNITY=DIR, an absolute path, points elsewhere).
+# The peers step runs opm and catalogd-ref from ../shared/tools/peers on the
+# same catalogs (CATALOGSYNC_PEERS=DIR points elsewhere) and skips without
+# them; it needs GNU time (/usr/bin/time, installed like wrk) and unshare.
 # Exits non-zero when a benchmark failed, after writing the document.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_steps=(sync serve load micro)
+all_steps=(sync serve load peers micro)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${all_steps[@]}")
 for s in "${steps[@]}"; do
-  case "$s" in sync|serve|load|micro) ;; *) echo "bench/run.sh: unknown step $s (want: ${all_steps[*]})" >&2; exit 2 ;; esac
+  case "$s" in sync|serve|load|peers|micro) ;; *) echo "bench/run.sh: unknown step $s (want: ${all_steps[*]})" >&2; exit 2 ;; esac
 done
 quick=${BENCH_QUICK:-0}
 partial=0
@@ -38,11 +42,11 @@ else
 fi
 raw=${BENCH_RAW:-$tmp/catalogsync-benchmarks-output.txt}
 
-if ! command -v wrk >/dev/null; then
+if ! command -v wrk >/dev/null || [ ! -x /usr/bin/time ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+    apt-get update -qq && apt-get install -y -qq wrk time >/dev/null
   else
-    echo "bench/run.sh: wrk is missing; install it (Debian: apt-get install wrk) for the throughput figures" >&2
+    echo "bench/run.sh: wrk or GNU time is missing; install them (Debian: apt-get install wrk time) for the throughput and peer figures" >&2
   fi
 fi
 test/tools.sh build registry minio etcd kube-apiserver
@@ -111,6 +115,9 @@ for s in "${steps[@]}"; do
     run serve -run '^$' -bench '^BenchmarkStatusLatency$' -benchtime "$serve_n" -timeout 30m -v ./sync/status ;;
   load) # one wrk run is itself a measurement; so is one storm
     run load -run '^$' -bench '^(BenchmarkMetasWrk|BenchmarkWebhookStorm)$' -benchtime 1x -timeout 30m -v ./bench ;;
+  peers) # opm and catalogd-ref on the same catalogs, the same way
+    run peers -run '^$' -bench '^(BenchmarkPeerIngest|BenchmarkPeerColdStart)$' -benchtime "$sync_n" -timeout 30m -v ./bench
+    run peers -run '^$' -bench '^BenchmarkPeerMetasWrk$' -benchtime 1x -timeout 30m -v ./bench ;;
   micro) # the packages' own benchmarks (not ./sync/status: serve runs its BenchmarkStatusLatency)
     if [ "$quick" = 1 ]; then micro_t=1x; else micro_t=1s; fi
     run micro -run '^$' -bench . -benchmem -benchtime "$micro_t" -timeout 30m -v \

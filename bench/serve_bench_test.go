@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -65,6 +64,13 @@ func startServe(b *testing.B, f *fixture, args, env []string, firstPath string) 
 	cmd := exec.Command(f.bin, append([]string{"serve", "--addr", addr, "--gc-interval", "0", "--log-level", "warn"}, args...)...)
 	cmd.Env = env
 	cmd.SysProcAttr = childAttr()
+	return waitFirst(b, cmd, "http://"+addr, firstPath)
+}
+
+// waitFirst starts cmd, a server at url, and returns how long it took from
+// exec to the first answer of firstPath, and a stop function.
+func waitFirst(b *testing.B, cmd *exec.Cmd, url, firstPath string) (string, time.Duration, func()) {
+	b.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -73,7 +79,6 @@ func startServe(b *testing.B, f *fixture, args, env []string, firstPath string) 
 		b.Fatal(err)
 	}
 	stop := func() { cmd.Process.Kill(); cmd.Wait() }
-	url := "http://" + addr
 	deadline := start.Add(30 * time.Second)
 	for {
 		resp, err := client.Get(url + firstPath)
@@ -88,7 +93,7 @@ func startServe(b *testing.B, f *fixture, args, env []string, firstPath string) 
 		}
 		if time.Now().After(deadline) {
 			stop()
-			b.Fatalf("serve never answered: %v\n%s", err, stderr.String())
+			b.Fatalf("server never answered: %v\n%s", err, stderr.String())
 		}
 		time.Sleep(500 * time.Microsecond)
 	}
@@ -168,22 +173,7 @@ func BenchmarkMetasWrk(b *testing.B) {
 func wrk(b *testing.B, f *fixture, args, env []string, path, enc string) {
 	url, _, stop := startServe(b, f, args, env, "/healthz")
 	defer stop()
-	wrkArgs := []string{"-t2", "-c16", "-d" + wrkDuration(), "--latency"}
-	if enc == "gzip" {
-		wrkArgs = append(wrkArgs, "-H", "Accept-Encoding: gzip")
-	}
-	b.ResetTimer()
-	out, err := exec.CommandContext(context.Background(), "wrk", append(wrkArgs, url+path)...).CombinedOutput()
-	b.StopTimer()
-	if err != nil {
-		b.Fatalf("wrk: %v\n%s", err, out)
-	}
-	if bytes.Contains(out, []byte("Non-2xx")) || bytes.Contains(out, []byte("Socket errors")) {
-		b.Fatalf("errors under load:\n%s", out)
-	}
-	rps, p99 := parseWrk(b, string(out))
-	b.ReportMetric(rps, "req/s")
-	b.ReportMetric(p99, "p99-ms")
+	runWrk(b, url+path, enc, false)
 }
 
 func parseWrk(b *testing.B, out string) (rps, p99ms float64) {

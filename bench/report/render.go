@@ -194,6 +194,9 @@ func (r *Report) size(catalog string) string {
 			}
 		}
 	}
+	if v, ok := r.Run.Value(peerIngestBench+catalog+"/catalogsync-index", "catalog-MB"); ok {
+		return fmtUnit("catalog-MB", v)
+	}
 	return "–"
 }
 

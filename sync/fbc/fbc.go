@@ -12,13 +12,13 @@
 // a single encoder writes. The reference road is kept in the tests, which
 // compare both byte for byte (real catalogs, edge cases, FuzzParse).
 //
-// The Validator applies the rules of operator-registry's
-// declcfg.ConvertToModel and model.Validate, reporting every violation.
-// Not checked, as they need more than the catalog's text or are not
-// enforced by the loaders catalogd uses: bundle objects given by "ref" (a
-// file next to the catalog) are accepted unread, the contents of bundle
-// object data are not decoded as YAML, and the typed fields of
-// olm.csv.metadata, image references and skipRange syntax are not checked.
+// The Validator applies the rules of operator-registry's declcfg.LoadFS,
+// declcfg.ConvertToModel and model.Validate (v1.50.0, as `opm validate`
+// runs them), reporting every violation with the Rule it breaks; typed
+// property values (olm.csv.metadata among them) are judged as
+// property.Parse decodes them. test/oracle checks both against the real
+// opm and catalogd on generated catalogs. Not checked, as opm does not
+// either: image references and skipRange syntax.
 package fbc
 
 import "errors"

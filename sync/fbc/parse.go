@@ -15,7 +15,10 @@ import (
 // YAMLOrJSONDecoder: a stream of JSON objects when the first 4096 bytes
 // start with '{' after white space, YAML documents otherwise) and each
 // object comes out as catalogd serves it. Memory is bounded by the largest
-// object. Parse errors wrap ErrInvalid; an error from fn is returned as is.
+// object. An object without a schema is passed on as catalogd stores it
+// (an empty YAML document as an Object with no Blob); the Validator
+// refuses it. Parse errors wrap ErrInvalid; an error from fn is returned
+// as is.
 // Parse is safe for concurrent use on different readers.
 func Parse(r io.Reader, fn func(Object) error) error {
 	p := parsers.Get().(*parser)
@@ -157,7 +160,13 @@ func (p *parser) runJSON() error {
 			for w.end()-start < 4 && w.fill() {
 			}
 			if bytes.HasPrefix(w.bytes(start, w.end()), []byte("null")) {
-				return p.invalid(line, errors.New("object 'null' is missing root schema field"))
+				// catalogd stores it as "null"; validation refuses it.
+				p.a.reset()
+				if err := p.emit(line, node{kind: kNull}, "", "", ""); err != nil {
+					return err
+				}
+				pos = start + 4
+				continue
 			}
 			derr = errors.New("invalid JSON value")
 		default:
@@ -272,10 +281,16 @@ func (p *parser) runYAML(start, line int, jsonErr error) error {
 		if err == nil {
 			schema, pkg, name, err = p.a.meta(root)
 		}
-		if err != nil {
-			if err == errNoSchema {
-				return p.invalid(line, errors.New("object '' is missing root schema field"))
+		if err == errNoSchema {
+			// An empty document: catalogd stores nothing for it, and
+			// validation refuses it.
+			p.docs++
+			if err := p.fn(Object{}); err != nil {
+				return err
 			}
+			continue
+		}
+		if err != nil {
 			return p.invalid(line, orJSON(jsonErr, err))
 		}
 		if err := p.emit(line, root, schema, pkg, name); err != nil {
@@ -308,9 +323,8 @@ func (p *parser) decodeYAML(doc []byte) (node, error) {
 func (p *parser) emit(line int, root node, schema, pkg, name string) error {
 	p.out = p.a.encode(p.out[:0], root)
 	p.out = append(p.out, '\n')
-	if schema == "" {
-		return p.invalid(line, fmt.Errorf("object '%s' is missing root schema field", bytes.TrimSuffix(p.out, []byte{'\n'})))
-	}
+	// An object without a schema is kept: catalogd stores it, and
+	// the Validator refuses it as opm does.
 	p.docs++
 	if p.a.ambiguous {
 		p.ambiguous++

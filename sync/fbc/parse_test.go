@@ -16,9 +16,6 @@ func TestParseErrors(t *testing.T) {
 		{"bad separator", "schema: a\n--- x\n", []string{"line 2", "invalid Yaml document separator: x"}},
 		{"malformed json", `{"schema":"a"}{"schema":"b"}{"schema":}`, []string{"document 2 (line 1)", "invalid character"}},
 		{"truncated json", `{"schema":"a"}{"schema":"b"}{"schema":"c"`, []string{"document 2", "unexpected end of JSON input"}},
-		{"schemaless", "name: x\n", []string{"document 0 (line 1)", `object '{"name":"x"}' is missing root schema field`}},
-		{"schemaless json", `{"schema":"a"}` + "\n" + `{"name":"x"}`, []string{"document 1 (line 2)", "missing root schema field"}},
-		{"empty document", "schema: a\n---\n# nothing\n", []string{"document 1 (line 3)", "missing root schema field"}},
 		{"duplicate folded keys", "schema: a\nName: x\nnAme: y\n", []string{`duplicate keys for key "name"`}},
 		{"schema not a string", "schema: [a]\n", []string{`expected value for key "schema" to be a string`}},
 		{"nan", "schema: a\nv: .nan\n", []string{"unsupported value: NaN"}},
@@ -39,6 +36,38 @@ func TestParseErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Fatalf("error %q lacks %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestParseSchemaless: objects without a schema are passed on as catalogd
+// stores them (an empty YAML document as nothing, a JSON null as "null");
+// the Validator refuses them as opm does.
+func TestParseSchemaless(t *testing.T) {
+	for _, tt := range []struct{ name, in, blobs, msg string }{
+		{"schemaless", "name: x\n", `{"name":"x"}` + "\n", `object '{"name":"x"}' is missing root schema field`},
+		{"schemaless json", `{"schema":"a"}` + "\n" + `{"name":"x"}`, `{"schema":"a"}` + "\n" + `{"name":"x"}` + "\n", `object '{"name":"x"}'`},
+		{"empty document", "schema: a\n---\n# nothing\n", `{"schema":"a"}` + "\n", "object '' is missing root schema field"},
+		{"json null", `{"schema":"a"}` + "\nnull\n", `{"schema":"a"}` + "\nnull\n", "object 'null' is missing root schema field"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var blobs strings.Builder
+			v := NewValidator()
+			if err := Parse(strings.NewReader(tt.in), func(o Object) error {
+				blobs.Write(o.Blob)
+				v.Add("c.yaml", o)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if blobs.String() != tt.blobs {
+				t.Errorf("blobs %q, want %q", blobs.String(), tt.blobs)
+			}
+			err := v.Validate()
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Rule != RuleSchemaMissing || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("validate: %v, want %s %q", err, RuleSchemaMissing, tt.msg)
 			}
 		})
 	}

@@ -2,9 +2,10 @@ package fbc
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // Schemas the Validator knows.
@@ -36,6 +37,11 @@ type Ref struct {
 	// Problems are type errors found when reading the object as its
 	// schema, as operator-registry's typed decoding would report them.
 	Problems []string
+	// PropertyProblems are bundle property values operator-registry
+	// cannot parse as their type says; ObjectProblems those of
+	// olm.bundle.object, which it reads while loading, before anything
+	// else is checked.
+	PropertyProblems, ObjectProblems []string
 }
 
 // ChannelEntry is one entry of a channel's upgrade graph.
@@ -46,7 +52,7 @@ type ChannelEntry struct {
 
 // PackageProperty is the value of an olm.package bundle property.
 type PackageProperty struct {
-	PackageName, Version, Release string
+	PackageName, Version string
 }
 
 // DeprecationEntry is one entry of an olm.deprecations object.
@@ -153,21 +159,11 @@ func (r *refReader) strs(dst *[]string, v node, w at) {
 	}
 }
 
-// base64 checks a []byte field, which encoding/json reads as base64.
-func (r *refReader) base64(v node, w at) (nonEmpty bool) {
-	switch v.kind {
-	case kNull:
-		return false
-	case kStr:
-		buf := r.a.scratch(base64.StdEncoding.DecodedLen(len(v.s)))
-		n, err := base64.StdEncoding.Decode(buf, v.s)
-		if err != nil {
-			r.problem(w, "%v", err)
-		}
-		return n > 0
-	default:
-		r.problem(w, "cannot unmarshal %s into a base64 string", v.kind)
-		return false
+// bytes checks a []byte field, which encoding/json reads as base64 text
+// or as an array of byte values.
+func (r *refReader) bytes(v node, w at) {
+	if _, msg := r.a.bytesValue(v, ""); msg != "" {
+		r.problem(w, "%s", msg)
 	}
 }
 
@@ -189,7 +185,7 @@ func (a *arena) ref(root node, schema string) *Ref {
 				r.fields(v, field("icon"), func(k []byte, v node) {
 					switch {
 					case is(k, "base64data"):
-						r.base64(v, field("icon.base64data"))
+						r.bytes(v, field("icon.base64data"))
 					case is(k, "mediatype"):
 						r.str(nil, v, field("icon.mediatype"))
 					}
@@ -282,7 +278,9 @@ func (a *arena) ref(root node, schema string) *Ref {
 }
 
 // properties reads a properties list. For bundles (ref != nil) it also
-// checks the values operator-registry's property.Parse decodes.
+// judges the values as operator-registry does: olm.bundle.object data
+// must be base64 of a YAML or JSON document (declcfg.LoadFS), and every
+// value must decode into its type's Go struct (property.Parse).
 func (r *refReader) properties(v node, ref *Ref) {
 	r.elems(v, field("properties"), func(i int, e node) {
 		w := at{"properties", i, "", ""}
@@ -300,47 +298,53 @@ func (r *refReader) properties(v node, ref *Ref) {
 		if ref == nil {
 			return
 		}
-		w = at{"property", i, "", typ}
-		if !hasValue {
-			r.problem(w, "unexpected end of JSON input")
-			return
-		}
-		switch typ {
-		case "olm.package":
-			var pp PackageProperty
-			r.fields(value, w, func(k []byte, v node) {
-				switch {
-				case is(k, "packageName"):
-					r.str(&pp.PackageName, v, w.dot("packageName"))
-				case is(k, "version"):
-					r.str(&pp.Version, v, w.dot("version"))
-				case is(k, "release"):
-					r.str(&pp.Release, v, w.dot("release"))
-				}
-			})
-			ref.Packages = append(ref.Packages, pp)
-		case "olm.package.required", "olm.gvk", "olm.gvk.required", "olm.channel":
-			r.fields(value, w, func(k []byte, v node) {
-				for _, f := range [...]string{"packageName", "versionRange", "group", "kind", "version", "channelName"} {
-					if is(k, f) {
-						r.str(nil, v, w.dot(f))
-					}
-				}
-			})
-		case "olm.bundle.object":
-			ref.HasObjects = true
-			data, fileRef := false, ""
-			r.fields(value, w, func(k []byte, v node) {
-				switch {
-				case is(k, "data"):
-					data = r.base64(v, w.dot("data"))
-				case is(k, "ref"):
-					r.str(&fileRef, v, w.dot("ref"))
-				}
-			})
-			if data && fileRef != "" {
-				r.problem(w, "fields 'ref' and 'data' are mutually exclusive")
+		if msg := r.propertyValue(ref, typ, value, hasValue); msg != "" {
+			msg = at{"property", i, "", typ}.String() + ": " + msg
+			if typ == "olm.bundle.object" {
+				ref.ObjectProblems = append(ref.ObjectProblems, msg)
+			} else {
+				ref.PropertyProblems = append(ref.PropertyProblems, msg)
 			}
 		}
 	})
+}
+
+func (r *refReader) propertyValue(ref *Ref, typ string, value node, hasValue bool) string {
+	if typ == "olm.bundle.object" {
+		ref.HasObjects = true
+	}
+	if !hasValue {
+		return "unexpected end of JSON input"
+	}
+	s, ok := propertyShapes[typ]
+	if !ok {
+		return ""
+	}
+	if msg := r.a.check(value, s, ""); msg != "" {
+		return msg
+	}
+	switch typ {
+	case "olm.package":
+		var pp PackageProperty
+		r.fields(value, at{}, func(k []byte, v node) {
+			switch {
+			case is(k, "packageName"):
+				r.str(&pp.PackageName, v, at{})
+			case is(k, "version"):
+				r.str(&pp.Version, v, at{})
+			}
+		})
+		ref.Packages = append(ref.Packages, pp)
+	case "olm.bundle.object":
+		var data []byte
+		r.fields(value, at{}, func(k []byte, v node) {
+			if is(k, "data") {
+				data, _ = r.a.bytesValue(v, "")
+			}
+		})
+		if _, err := utilyaml.ToJSON(data); err != nil {
+			return "data: " + err.Error()
+		}
+	}
+	return ""
 }

@@ -78,9 +78,6 @@ func parseReference(r io.Reader, fn func(Object) error) error {
 			}
 			return fmt.Errorf("%w: document %d: %v", ErrInvalid, i, err)
 		}
-		if m.schema == "" {
-			return fmt.Errorf("%w: document %d: object '%s' is missing root schema field", ErrInvalid, i, m.blob)
-		}
 		if err := fn(Object{Schema: m.schema, Package: m.pkg, Name: m.name, Blob: m.blob}); err != nil {
 			return err
 		}
