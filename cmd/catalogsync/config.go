@@ -70,6 +70,16 @@ func loadConfig(path string) (Config, error) {
 			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
 		}
 	}
+	for i := range c.Registries {
+		h := &c.Registries[i]
+		var err error
+		if h.Username, err = fromEnv(h.Username); err == nil {
+			h.Password, err = fromEnv(h.Password)
+		}
+		if err != nil {
+			return c, fmt.Errorf("%s: registries[%d] (%s): credentials: %w", path, i, h.Name, err)
+		}
+	}
 	for i := range c.Webhooks.Receivers {
 		rc := &c.Webhooks.Receivers[i]
 		v, err := fromEnv(rc.Secret)

@@ -126,6 +126,10 @@ type commonFlags struct {
 	stall     time.Duration
 	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).
 	noLocal bool
+	caFile  string
+	caDir   string
+	// creds are extra registry credentials (serve: the pull secret).
+	creds source.CredentialProvider
 }
 
 func (c *commonFlags) register(fset *flag.FlagSet) {
@@ -137,6 +141,8 @@ func (c *commonFlags) register(fset *flag.FlagSet) {
 	fset.StringVar(&c.logLevel, "log-level", envOr("CATALOGSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (env CATALOGSYNC_LOG_LEVEL)")
 	fset.BoolVar(&c.noDocker, "no-docker-config", false, "do not read registry credentials from the docker config")
 	fset.DurationVar(&c.stall, "stall-timeout", envDuration("CATALOGSYNC_STALL_TIMEOUT", source.DefaultStallTimeout), "how long a registry may send nothing (no response, no byte of a layer) before the attempt fails and is retried (env CATALOGSYNC_STALL_TIMEOUT)")
+	fset.StringVar(&c.caFile, "ca-file", envOr("CATALOGSYNC_CA_FILE", ""), "PEM bundle of CAs trusted for every registry besides the system's, read again when it changes (env CATALOGSYNC_CA_FILE)")
+	fset.StringVar(&c.caDir, "ca-dir", envOr("CATALOGSYNC_CA_DIR", ""), "directory of PEM CA files (*.crt, *.pem) trusted for every registry, as catalogd's --pull-cas-dir; read again when it changes (env CATALOGSYNC_CA_DIR)")
 	fset.StringVar(&c.replica, "replica-id", envOr("CATALOGSYNC_REPLICA_ID", ""), "this replica's name in the store's sync leases and logs; a lease belongs to one process whatever its name (env CATALOGSYNC_REPLICA_ID; default $POD_NAME, else the host name)")
 }
 
@@ -167,6 +173,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		source.WithLogger(log),
 		source.WithStallTimeout(c.stall),
 		source.WithLocalSources(!c.noLocal),
+		source.WithCAFile(c.caFile), source.WithCADir(c.caDir), source.WithCredentials(c.creds),
 	)
 	if err != nil {
 		return nil, nil, err
