@@ -55,7 +55,9 @@ type Result struct {
 	Image       string
 	Digest      string
 	ResolvedRef string
-	Action      Action
+	// Mirror is the registries.conf mirror the image came from, if any.
+	Mirror string
+	Action Action
 	// Meta is the published content's description.
 	Meta catalog.Meta
 	// BytesPulled counts compressed layer bytes read from the registry.
@@ -205,7 +207,7 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 		return res, registryError(PhaseResolving, err)
 	}
 	rep.digest = resolved.Digest
-	res.Digest, res.ResolvedRef = resolved.Digest, resolved.Ref
+	res.Digest, res.ResolvedRef, res.Mirror = resolved.Digest, resolved.Ref, resolved.Mirror
 	phase(PhaseResolving, t)
 
 	// Level-based: compare with what storage actually holds.
@@ -617,7 +619,7 @@ func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, file
 func registryError(ph Phase, err error) error {
 	reason := ReasonRegistry
 	switch {
-	case errors.Is(err, source.ErrInvalidRef), errors.Is(err, source.ErrLocalRefused), errors.Is(err, source.ErrLocalMissing):
+	case errors.Is(err, source.ErrInvalidRef), errors.Is(err, source.ErrLocalRefused), errors.Is(err, source.ErrLocalMissing), errors.Is(err, source.ErrBlocked):
 		reason = ReasonInvalidRef
 	case errors.Is(err, source.ErrNotImage):
 		reason = ReasonNotCatalogImage

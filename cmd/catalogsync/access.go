@@ -9,9 +9,23 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
+	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/status"
 )
+
+// registriesConf reads --registries-conf: the default path only when it
+// exists, any other path always.
+func (c *commonFlags) registriesConf() (*regconf.Config, error) {
+	if c.regConf == "" {
+		return nil, nil
+	}
+	rc, err := regconf.Load(c.regConf, c.regConf == regconf.DefaultPath)
+	if err != nil {
+		return nil, fmt.Errorf("--registries-conf: %w", err)
+	}
+	return rc, nil
+}
 
 // startPullSecret follows the Secret --pull-secret names, if any, and
 // returns its credentials' provider once the first list is in.

@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
@@ -128,6 +129,7 @@ type commonFlags struct {
 	noLocal bool
 	caFile  string
 	caDir   string
+	regConf string
 	// creds are extra registry credentials (serve: the pull secret).
 	creds source.CredentialProvider
 }
@@ -143,6 +145,7 @@ func (c *commonFlags) register(fset *flag.FlagSet) {
 	fset.DurationVar(&c.stall, "stall-timeout", envDuration("CATALOGSYNC_STALL_TIMEOUT", source.DefaultStallTimeout), "how long a registry may send nothing (no response, no byte of a layer) before the attempt fails and is retried (env CATALOGSYNC_STALL_TIMEOUT)")
 	fset.StringVar(&c.caFile, "ca-file", envOr("CATALOGSYNC_CA_FILE", ""), "PEM bundle of CAs trusted for every registry besides the system's, read again when it changes (env CATALOGSYNC_CA_FILE)")
 	fset.StringVar(&c.caDir, "ca-dir", envOr("CATALOGSYNC_CA_DIR", ""), "directory of PEM CA files (*.crt, *.pem) trusted for every registry, as catalogd's --pull-cas-dir; read again when it changes (env CATALOGSYNC_CA_DIR)")
+	fset.StringVar(&c.regConf, "registries-conf", envOr("CATALOGSYNC_REGISTRIES_CONF", regconf.DefaultPath), "containers registries.conf (v2) with mirrors and blocked registries, plus its .d drop-in directory; the default is read only when present, \"\" reads none (env CATALOGSYNC_REGISTRIES_CONF)")
 	fset.StringVar(&c.replica, "replica-id", envOr("CATALOGSYNC_REPLICA_ID", ""), "this replica's name in the store's sync leases and logs; a lease belongs to one process whatever its name (env CATALOGSYNC_REPLICA_ID; default $POD_NAME, else the host name)")
 }
 
@@ -166,6 +169,10 @@ func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...csync.PipelineOption) (*csync.Pipeline, *source.Source, error) {
+	mirrors, err := c.registriesConf()
+	if err != nil {
+		return nil, nil, err
+	}
 	src, err := source.New(
 		source.WithPlatform(c.platform),
 		source.WithHosts(c.hosts(extraHosts)...),
@@ -174,6 +181,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		source.WithStallTimeout(c.stall),
 		source.WithLocalSources(!c.noLocal),
 		source.WithCAFile(c.caFile), source.WithCADir(c.caDir), source.WithCredentials(c.creds),
+		source.WithRegistriesConf(mirrors),
 	)
 	if err != nil {
 		return nil, nil, err

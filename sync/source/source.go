@@ -24,6 +24,7 @@ import (
 	"github.com/regclient/regclient/types/platform"
 	"github.com/regclient/regclient/types/ref"
 
+	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/internal/stall"
 )
 
@@ -79,6 +80,7 @@ type options struct {
 	caFiles    []string
 	caDirs     []string
 	creds      CredentialProvider
+	mirrors    *regconf.Config
 }
 
 // Option configures a Source.
@@ -126,6 +128,8 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.tr
 // Source reads catalog images. It is safe for concurrent use.
 type Source struct {
 	acc      *access
+	mirrors  *regconf.Config
+	log      *slog.Logger
 	platform platform.Platform
 	ra       *retryAfter
 	noLocal  bool
@@ -178,7 +182,7 @@ func New(opts ...Option) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{acc: acc, platform: plat, ra: ra, noLocal: o.noLocal}, nil
+	return &Source{acc: acc, platform: plat, ra: ra, noLocal: o.noLocal, mirrors: o.mirrors, log: o.logger}, nil
 }
 
 // Resolved is an image reference pinned to a digest.
@@ -192,6 +196,9 @@ type Resolved struct {
 	Ref string
 	// Pinned is true when Image already named the digest.
 	Pinned bool
+	// Mirror is the registries.conf mirror that served it; empty when the
+	// image's own registry did.
+	Mirror string
 
 	ref ref.Ref
 }
@@ -228,6 +235,9 @@ func Pin(image string) (Resolved, bool, error) {
 func (s *Source) Resolve(ctx context.Context, image string) (Resolved, error) {
 	if err := s.checkLocal(image); err != nil {
 		return Resolved{}, err
+	}
+	if r, err := ParseRef(image); err == nil && r.Scheme == "reg" && s.mirrors != nil {
+		return s.resolveMirrored(ctx, image, r)
 	}
 	if res, ok, err := Pin(image); err != nil || ok {
 		return res, err
@@ -446,7 +456,7 @@ func Retryable(err error) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, ErrInvalidRef), errors.Is(err, errs.ErrInvalidReference),
-		errors.Is(err, ErrLocalRefused), errors.Is(err, ErrLocalMissing),
+		errors.Is(err, ErrLocalRefused), errors.Is(err, ErrLocalMissing), errors.Is(err, ErrBlocked),
 		errors.Is(err, ErrNotImage), errors.Is(err, errs.ErrUnsupportedMediaType),
 		errors.Is(err, errs.ErrMissingTagOrDigest):
 		return false
