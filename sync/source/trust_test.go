@@ -80,3 +80,39 @@ func TestCAReload(t *testing.T) {
 		}
 	}
 }
+
+// TestHostCredentials authenticates with a host's own username and
+// password (the config file's registries[] entry) over TLS from a
+// per-host CA.
+func TestHostCredentials(t *testing.T) {
+	ca := servers.NewTestCA(t)
+	const user, pass = "reader", "h0st-Pw-2c9d81e4"
+	reg := servers.StartRegistry(t, servers.WithTLS(ca), servers.WithHtpasswd(map[string]string{user: pass}))
+	h := config.HostNewName(reg.Host)
+	h.RegCert, h.User, h.Pass = string(ca.CertPEM), user, pass
+	_, file, _, _ := runtime.Caller(0)
+	img := imagebuild.FromDir(filepath.Join(filepath.Dir(file), "../../testdata/fbc/tiny/configs"), "/configs")
+	digest, err := imagebuild.Push(context.Background(), regclient.New(regclient.WithConfigHost(*h)), reg.Host+"/acme/catalog:v1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := reg.Host + "/acme/catalog:v1"
+	for _, tc := range []struct {
+		name, pass string
+		ok         bool
+	}{{"no password", "", false}, {"wrong password", "guess", false}, {"right password", pass, true}} {
+		src, err := source.New(source.WithDockerConfig(false), source.WithRetry(0, time.Millisecond, time.Millisecond),
+			source.WithHosts(source.Host{Name: reg.Host, CAFile: ca.CertFile, Username: user, Password: tc.pass}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := src.Resolve(context.Background(), image)
+		src.Close()
+		if tc.ok != (err == nil) || tc.ok && r.Digest != digest {
+			t.Fatalf("%s: %+v %v", tc.name, r, err)
+		}
+		if err != nil && (!strings.Contains(strings.ToLower(err.Error()), "unauthorized") || strings.Contains(err.Error(), pass)) {
+			t.Fatalf("%s: error %v", tc.name, err)
+		}
+	}
+}
