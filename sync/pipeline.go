@@ -57,7 +57,9 @@ type Result struct {
 	ResolvedRef string
 	// Mirror is the registries.conf mirror the image came from, if any.
 	Mirror string
-	Action Action
+	// VerifiedBy says what verified the image's signature, if required.
+	VerifiedBy string
+	Action     Action
 	// Meta is the published content's description.
 	Meta catalog.Meta
 	// BytesPulled counts compressed layer bytes read from the registry.
@@ -83,6 +85,7 @@ type Pipeline struct {
 	holder    catalog.LeaseHolder
 	leaseTTL  time.Duration
 	onPublish func(name string)
+	sigs      SignatureChecker
 }
 
 // PipelineOption configures a Pipeline.
@@ -222,6 +225,9 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 			p.recordPoll(ctx, c.Name, poll)
 			return res, nil
 		}
+	}
+	if err := p.checkSignature(ctx, c, resolved, &res); err != nil {
+		return res, err
 	}
 	pointer := catalog.Pointer{Digest: resolved.Digest, Ref: c.Image, ResolvedRef: resolved.Ref, ResolvedAt: poll.Time}
 	// reuse publishes content already stored under the digest.

@@ -12,6 +12,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -25,6 +26,9 @@ type Config struct {
 	Registries []source.Host `json:"registries,omitempty"`
 	// Catalogs to keep synced.
 	Catalogs []CatalogConfig `json:"catalogs"`
+	// SignaturePolicy requires cosign signatures by the given keys for
+	// images under each prefix.
+	SignaturePolicy []sigpolicy.Rule `json:"signaturePolicy,omitempty"`
 	// Webhooks configures registry push receivers, under /hooks/.
 	Webhooks webhook.Config `json:"webhooks,omitempty"`
 	// Events enables the CloudEvents endpoint at /events (Knative Broker

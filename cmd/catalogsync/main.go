@@ -29,6 +29,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -132,6 +133,8 @@ type commonFlags struct {
 	regConf string
 	// creds are extra registry credentials (serve: the pull secret).
 	creds source.CredentialProvider
+	// sigRules require signatures (the config file's signaturePolicy).
+	sigRules []sigpolicy.Rule
 }
 
 func (c *commonFlags) register(fset *flag.FlagSet) {
@@ -185,6 +188,14 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 	)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(c.sigRules) > 0 {
+		pol, err := sigpolicy.New(src, c.sigRules)
+		if err != nil {
+			src.Close()
+			return nil, nil, err
+		}
+		opts = append(opts, csync.WithSignatureCheck(pol))
 	}
 	return csync.NewPipeline(src, store, append([]csync.PipelineOption{csync.WithTempDir(c.tmpDir), csync.WithLogger(log), csync.WithReplica(c.replica)}, opts...)...), src, nil
 }
@@ -356,6 +367,7 @@ func cmdPoll(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer closeStore(store)
+	cf.sigRules = cfg.SignaturePolicy
 	pl, src, err := cf.pipeline(log, store, cfg.Registries)
 	if err != nil {
 		return err

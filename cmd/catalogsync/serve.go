@@ -123,6 +123,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if cf.creds, err = startPullSecret(ctx, sf.pullSecret, sf.kubeconfig, log); err != nil {
 		return err
 	}
+	cf.sigRules = cfg.SignaturePolicy
 	pl, src, err := cf.pipeline(log, store, cfg.Registries, csync.WithOnPublish(func(name string) {
 		if contentH != nil {
 			contentH.Invalidate(name)
