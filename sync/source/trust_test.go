@@ -2,6 +2,7 @@ package source_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -114,5 +115,20 @@ func TestHostCredentials(t *testing.T) {
 		if err != nil && (!strings.Contains(strings.ToLower(err.Error()), "unauthorized") || strings.Contains(err.Error(), pass)) {
 			t.Fatalf("%s: error %v", tc.name, err)
 		}
+	}
+}
+
+// TestInsecureHostWarned: an insecure host is said loudly at start.
+func TestInsecureHostWarned(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	src, err := source.New(source.WithDockerConfig(false), source.WithLogger(log),
+		source.WithHosts(source.Host{Name: "registry.example.test:5000", InsecureSkipVerify: true}, source.Host{Name: "other.example.test"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "host=registry.example.test:5000") || strings.Contains(logs.String(), "other.example.test") {
+		t.Fatalf("logs: %s", logs.String())
 	}
 }
