@@ -85,3 +85,31 @@ func endpointRef(name string, r ref.Ref) (ref.Ref, error) {
 	}
 	return er, nil
 }
+
+// insecureHosts turns registries.conf's insecure locations into hosts
+// whose TLS is not verified, unless the hosts configuration names them.
+func insecureHosts(c *regconf.Config, have []Host) []Host {
+	if c == nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, h := range have {
+		known[strings.ToLower(h.Name)] = true
+	}
+	var out []Host
+	add := func(location string, insecure bool) {
+		host, _, _ := strings.Cut(location, "/")
+		host = strings.ToLower(host)
+		if insecure && host != "" && !known[host] {
+			known[host] = true
+			out = append(out, Host{Name: host, InsecureSkipVerify: true})
+		}
+	}
+	for _, r := range c.Registries {
+		add(r.Location, r.Insecure)
+		for _, m := range r.Mirrors {
+			add(m.Location, m.Insecure)
+		}
+	}
+	return out
+}

@@ -149,6 +149,7 @@ func New(opts ...Option) (*Source, error) {
 	for _, fn := range opts {
 		fn(&o)
 	}
+	o.hosts = append(o.hosts, insecureHosts(o.mirrors, o.hosts)...)
 	plat, err := platform.Parse(o.platform)
 	if err != nil || plat.OS == "" || plat.Architecture == "" {
 		return nil, fmt.Errorf("invalid platform %q: want os/arch[/variant]", o.platform)

@@ -13,6 +13,7 @@ import (
 	"github.com/regclient/regclient"
 	"github.com/regclient/regclient/config"
 
+	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -129,6 +130,26 @@ func TestInsecureHostWarned(t *testing.T) {
 	}
 	src.Close()
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "host=registry.example.test:5000") || strings.Contains(logs.String(), "other.example.test") {
+		t.Fatalf("logs: %s", logs.String())
+	}
+}
+
+// TestRegistriesConfInsecure: a registries.conf insecure mirror is an
+// insecure host, warned at start like the others.
+func TestRegistriesConfInsecure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registries.conf")
+	os.WriteFile(path, []byte("[[registry]]\nlocation = \"registry.example.test/acme\"\n[[registry.mirror]]\nlocation = \"mirror.example.test:5000/acme\"\ninsecure = true\n"), 0o644)
+	rc, err := regconf.Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	src, err := source.New(source.WithDockerConfig(false), source.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), source.WithRegistriesConf(rc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if !strings.Contains(logs.String(), "host=mirror.example.test:5000") || strings.Contains(logs.String(), "host=registry.example.test") {
 		t.Fatalf("logs: %s", logs.String())
 	}
 }
