@@ -14,9 +14,12 @@ import (
 
 	"github.com/regclient/regclient"
 	"github.com/regclient/regclient/config"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
@@ -200,4 +203,57 @@ func TestPullSecretAndCA(t *testing.T) {
 func isUnauthorized(err error) bool {
 	s := strings.ToLower(err.Error())
 	return strings.Contains(s, "unauthorized") || strings.Contains(s, "401") || errors.Is(err, context.DeadlineExceeded) && false
+}
+
+// TestLeastPrivilege runs the watcher as a service account granted get,
+// list and watch on that one Secret by name (the Role in
+// docs/registries.md), and as one granted nothing: that one's start fails
+// within the wait instead of hanging.
+func TestLeastPrivilege(t *testing.T) {
+	kube := servers.StartKube(t)
+	restCfg, err := clientcmd.BuildConfigFromFlags("", kube.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(restCfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := admin.CoreV1().Secrets("default").Create(ctx, dockerSecret("p", "registry.example.test"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	token := func(sa string) string {
+		if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	if _, err := admin.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pull"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"catalog-pull"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pull"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pull"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: "default"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	as := func(tok string) kubernetes.Interface {
+		c := rest.AnonymousClientConfig(restCfg)
+		c.BearerToken = tok
+		return kubernetes.NewForConfigOrDie(c)
+	}
+	w := pullsecret.New(as(token("reader")), "default", "catalog-pull")
+	if err := w.Start(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := w.Credentials(); c["registry.example.test"].Password != "p" {
+		t.Fatalf("credentials %v", c)
+	}
+	none := pullsecret.New(as(token("nobody")), "default", "catalog-pull")
+	if err := none.Start(ctx, 2*time.Second); err == nil || !strings.Contains(err.Error(), "not listed") {
+		t.Fatalf("without access: %v", err)
+	}
 }
