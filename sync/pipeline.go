@@ -55,7 +55,11 @@ type Result struct {
 	Image       string
 	Digest      string
 	ResolvedRef string
-	Action      Action
+	// Mirror is the registries.conf mirror the image came from, if any.
+	Mirror string
+	// VerifiedBy says what verified the image's signature, if required.
+	VerifiedBy string
+	Action     Action
 	// Meta is the published content's description.
 	Meta catalog.Meta
 	// BytesPulled counts compressed layer bytes read from the registry.
@@ -81,6 +85,7 @@ type Pipeline struct {
 	holder    catalog.LeaseHolder
 	leaseTTL  time.Duration
 	onPublish func(name string)
+	sigs      SignatureChecker
 }
 
 // PipelineOption configures a Pipeline.
@@ -205,7 +210,7 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 		return res, registryError(PhaseResolving, err)
 	}
 	rep.digest = resolved.Digest
-	res.Digest, res.ResolvedRef = resolved.Digest, resolved.Ref
+	res.Digest, res.ResolvedRef, res.Mirror = resolved.Digest, resolved.Ref, resolved.Mirror
 	phase(PhaseResolving, t)
 
 	// Level-based: compare with what storage actually holds.
@@ -220,6 +225,9 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 			p.recordPoll(ctx, c.Name, poll)
 			return res, nil
 		}
+	}
+	if err := p.checkSignature(ctx, c, resolved, &res); err != nil {
+		return res, err
 	}
 	pointer := catalog.Pointer{Digest: resolved.Digest, Ref: c.Image, ResolvedRef: resolved.Ref, ResolvedAt: poll.Time}
 	// reuse publishes content already stored under the digest.
@@ -617,7 +625,7 @@ func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, file
 func registryError(ph Phase, err error) error {
 	reason := ReasonRegistry
 	switch {
-	case errors.Is(err, source.ErrInvalidRef), errors.Is(err, source.ErrLocalRefused), errors.Is(err, source.ErrLocalMissing):
+	case errors.Is(err, source.ErrInvalidRef), errors.Is(err, source.ErrLocalRefused), errors.Is(err, source.ErrLocalMissing), errors.Is(err, source.ErrBlocked):
 		reason = ReasonInvalidRef
 	case errors.Is(err, source.ErrNotImage):
 		reason = ReasonNotCatalogImage

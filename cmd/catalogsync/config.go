@@ -12,6 +12,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -25,6 +26,9 @@ type Config struct {
 	Registries []source.Host `json:"registries,omitempty"`
 	// Catalogs to keep synced.
 	Catalogs []CatalogConfig `json:"catalogs"`
+	// SignaturePolicy requires cosign signatures by the given keys for
+	// images under each prefix.
+	SignaturePolicy []sigpolicy.Rule `json:"signaturePolicy,omitempty"`
 	// Webhooks configures registry push receivers, under /hooks/.
 	Webhooks webhook.Config `json:"webhooks,omitempty"`
 	// Events enables the CloudEvents endpoint at /events (Knative Broker
@@ -68,6 +72,16 @@ func loadConfig(path string) (Config, error) {
 		}
 		if _, err := csync.PollInterval(float64(cat.PollIntervalMinutes)); err != nil {
 			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
+		}
+	}
+	for i := range c.Registries {
+		h := &c.Registries[i]
+		var err error
+		if h.Username, err = fromEnv(h.Username); err == nil {
+			h.Password, err = fromEnv(h.Password)
+		}
+		if err != nil {
+			return c, fmt.Errorf("%s: registries[%d] (%s): credentials: %w", path, i, h.Name, err)
 		}
 	}
 	for i := range c.Webhooks.Receivers {

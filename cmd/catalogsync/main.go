@@ -24,10 +24,12 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -126,6 +128,13 @@ type commonFlags struct {
 	stall     time.Duration
 	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).
 	noLocal bool
+	caFile  string
+	caDir   string
+	regConf string
+	// creds are extra registry credentials (serve: the pull secret).
+	creds source.CredentialProvider
+	// sigRules require signatures (the config file's signaturePolicy).
+	sigRules []sigpolicy.Rule
 }
 
 func (c *commonFlags) register(fset *flag.FlagSet) {
@@ -137,6 +146,9 @@ func (c *commonFlags) register(fset *flag.FlagSet) {
 	fset.StringVar(&c.logLevel, "log-level", envOr("CATALOGSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (env CATALOGSYNC_LOG_LEVEL)")
 	fset.BoolVar(&c.noDocker, "no-docker-config", false, "do not read registry credentials from the docker config")
 	fset.DurationVar(&c.stall, "stall-timeout", envDuration("CATALOGSYNC_STALL_TIMEOUT", source.DefaultStallTimeout), "how long a registry may send nothing (no response, no byte of a layer) before the attempt fails and is retried (env CATALOGSYNC_STALL_TIMEOUT)")
+	fset.StringVar(&c.caFile, "ca-file", envOr("CATALOGSYNC_CA_FILE", ""), "PEM bundle of CAs trusted for every registry besides the system's, read again when it changes (env CATALOGSYNC_CA_FILE)")
+	fset.StringVar(&c.caDir, "ca-dir", envOr("CATALOGSYNC_CA_DIR", ""), "directory of PEM CA files (*.crt, *.pem) trusted for every registry, as catalogd's --pull-cas-dir; read again when it changes (env CATALOGSYNC_CA_DIR)")
+	fset.StringVar(&c.regConf, "registries-conf", envOr("CATALOGSYNC_REGISTRIES_CONF", regconf.DefaultPath), "containers registries.conf (v2) with mirrors and blocked registries, plus its .d drop-in directory; the default is read only when present, \"\" reads none (env CATALOGSYNC_REGISTRIES_CONF)")
 	fset.StringVar(&c.replica, "replica-id", envOr("CATALOGSYNC_REPLICA_ID", ""), "this replica's name in the store's sync leases and logs; a lease belongs to one process whatever its name (env CATALOGSYNC_REPLICA_ID; default $POD_NAME, else the host name)")
 }
 
@@ -160,6 +172,10 @@ func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...csync.PipelineOption) (*csync.Pipeline, *source.Source, error) {
+	mirrors, err := c.registriesConf()
+	if err != nil {
+		return nil, nil, err
+	}
 	src, err := source.New(
 		source.WithPlatform(c.platform),
 		source.WithHosts(c.hosts(extraHosts)...),
@@ -167,9 +183,19 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		source.WithLogger(log),
 		source.WithStallTimeout(c.stall),
 		source.WithLocalSources(!c.noLocal),
+		source.WithCAFile(c.caFile), source.WithCADir(c.caDir), source.WithCredentials(c.creds),
+		source.WithRegistriesConf(mirrors),
 	)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(c.sigRules) > 0 {
+		pol, err := sigpolicy.New(src, c.sigRules)
+		if err != nil {
+			src.Close()
+			return nil, nil, err
+		}
+		opts = append(opts, csync.WithSignatureCheck(pol))
 	}
 	return csync.NewPipeline(src, store, append([]csync.PipelineOption{csync.WithTempDir(c.tmpDir), csync.WithLogger(log), csync.WithReplica(c.replica)}, opts...)...), src, nil
 }
@@ -341,6 +367,7 @@ func cmdPoll(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer closeStore(store)
+	cf.sigRules = cfg.SignaturePolicy
 	pl, src, err := cf.pipeline(log, store, cfg.Registries)
 	if err != nil {
 		return err

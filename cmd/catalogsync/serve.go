@@ -51,6 +51,7 @@ type serveFlags struct {
 	allowLocal      bool
 	kubeconfig      string
 	eventSink       string
+	pullSecret      string
 }
 
 func (f *serveFlags) register(fset *flag.FlagSet) {
@@ -64,6 +65,7 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.BoolVar(&f.clusterCatalogs, "clustercatalogs", os.Getenv("CATALOGSYNC_CLUSTERCATALOGS") == "true", "sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url (env CATALOGSYNC_CLUSTERCATALOGS=true)")
 	fset.BoolVar(&f.allowLocal, "allow-local-sources", os.Getenv("CATALOGSYNC_ALLOW_LOCAL_SOURCES") == "true", "with --clustercatalogs, accept ocidir:// images, which read this service's own disk; off, a cluster user cannot make it read local files (env CATALOGSYNC_ALLOW_LOCAL_SOURCES=true)")
 	fset.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig for --clustercatalogs; the in-cluster service account when empty (env KUBECONFIG)")
+	fset.StringVar(&f.pullSecret, "pull-secret", envOr("CATALOGSYNC_PULL_SECRET", ""), "namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes (env CATALOGSYNC_PULL_SECRET)")
 	fset.StringVar(&f.eventSink, "event-sink", "", "URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (env CATALOGSYNC_EVENT_SINK, else K_SINK as a Knative SinkBinding sets it)")
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
 	fset.DurationVar(&f.shutdownGrace, "shutdown-grace", envDuration("CATALOGSYNC_SHUTDOWN_GRACE", 10*time.Second), "how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once (env CATALOGSYNC_SHUTDOWN_GRACE)")
@@ -124,6 +126,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	// its own publishes.
 	var contentH *content.Handler
 	cf.noLocal = sf.clusterCatalogs && !sf.allowLocal
+	if cf.creds, err = startPullSecret(ctx, sf.pullSecret, sf.kubeconfig, log); err != nil {
+		return err
+	}
+	cf.sigRules = cfg.SignaturePolicy
 	pl, src, err := cf.pipeline(log, store, cfg.Registries, csync.WithOnPublish(func(name string) {
 		if contentH != nil {
 			contentH.Invalidate(name)

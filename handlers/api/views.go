@@ -95,6 +95,8 @@ type SyncResult struct {
 	Image           string             `json:"image"`
 	Digest          string             `json:"digest"`
 	ResolvedRef     string             `json:"resolvedRef,omitempty"`
+	Mirror          string             `json:"mirror,omitempty"`
+	VerifiedBy      string             `json:"verifiedBy,omitempty"`
 	Objects         int                `json:"objects,omitempty"`
 	BytesPulled     int64              `json:"bytesPulled"`
 	DurationSeconds float64            `json:"durationSeconds"`
@@ -160,7 +162,7 @@ func resultView(r *csync.Result) *SyncResult {
 		return nil
 	}
 	v := &SyncResult{
-		Action: string(r.Action), Image: r.Image, Digest: r.Digest, ResolvedRef: r.ResolvedRef,
+		Action: string(r.Action), Image: r.Image, Digest: r.Digest, ResolvedRef: r.ResolvedRef, Mirror: r.Mirror, VerifiedBy: r.VerifiedBy,
 		Objects: r.Meta.Objects, BytesPulled: r.BytesPulled,
 		DurationSeconds: *seconds(r.Duration), Phases: make(map[string]float64, len(r.Phases)),
 	}

@@ -164,3 +164,35 @@ func FuzzSignature(f *testing.F) {
 		}
 	})
 }
+
+func FuzzGAR(f *testing.F) {
+	src := &gar{}
+	base := fuzzHeaders(f, "gar-push")
+	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
+		fuzzParse(t, src, base, "Content-Type", contentType, body)
+	})
+}
+
+func FuzzNexus(f *testing.F) {
+	src := newNexus(ReceiverConfig{Host: "nexus.example.test"})
+	base := fuzzHeaders(f, "nexus-component-created")
+	f.Fuzz(func(t *testing.T, event string, body []byte) {
+		fuzzParse(t, src, base, "X-Nexus-Webhook-Id", event, body)
+	})
+}
+
+func FuzzECR(f *testing.F) {
+	src := newECR(ReceiverConfig{})
+	base := fuzzHeaders(f, "ecr-push")
+	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
+		fuzzParse(t, src, base, "Content-Type", contentType, body)
+	})
+}
+
+func FuzzCDEvents(f *testing.F) {
+	src := newCDEvents(ReceiverConfig{})
+	base := fuzzHeaders(f, "cdevents-artifact-published")
+	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
+		fuzzParse(t, src, base, "Content-Type", contentType, body)
+	})
+}

@@ -127,6 +127,10 @@ var testCatalogs = staticLister{
 	{Name: "acr", Image: "acmecatalogs.acr.example.test/acme/operator-catalog:v4.16"},
 	{Name: "jfrog-path", Image: "artifactory.example.test/docker-local/acme/operator-catalog:v4.16"},
 	{Name: "jfrog-sub", Image: "docker-local.artifactory.example.test/acme/operator-catalog:v4.16"},
+	{Name: "gar", Image: "europe-west1-docker.pkg.example.test/acme-prj/catalogs/operator-catalog:v4.16"},
+	{Name: "nexus", Image: "nexus.example.test:8443/acme/operator-catalog:v4.16"},
+	{Name: "nexus-routed", Image: "nexus.example.test:8443/docker-hosted/acme/operator-catalog:v4.16"},
+	{Name: "ecr", Image: "123456789012.dkr.ecr.eu-west-1.example.test/acme/operator-catalog:v4.16"},
 }
 
 // testConfig has one receiver per type, with the secrets the fixtures use
@@ -144,6 +148,11 @@ var testConfig = Config{
 		{Name: "eg", Type: TypeEventGrid, Secret: "eg-delivery-4c3b2a19"},
 		{Name: "jfrog", Type: TypeArtifactory, Secret: "hook-test-secret"},
 		{Name: "ci", Type: TypeGeneric, Secret: "hook-test-secret", Host: "registry.example.test"},
+		{Name: "gar", Type: TypeGAR, Audience: garAudience, JWKS: fixtureDir + "/gar-jwks.json", ServiceAccount: garServiceAccount},
+		{Name: "nexus", Type: TypeNexus, Secret: "hook-test-secret", Host: "nexus.example.test:8443"},
+		{Name: "ecr", Type: TypeECR, Secret: "ecr-destination-key-8f2d1c", Header: "X-Api-Key", Host: "123456789012.dkr.ecr.eu-west-1.example.test"},
+		{Name: "ecr-basic", Type: TypeECR, Secret: "eventbridge:b4s1c-pa55", Host: "123456789012.dkr.ecr.eu-west-1.example.test"},
+		{Name: "cd", Type: TypeCDEvents, Secret: "cd-events-5b4a3c2d1e"},
 	},
 	HostAliases: []HostAlias{{Host: "harbor.example.com", Aliases: []string{"harbor.example.test"}}},
 }

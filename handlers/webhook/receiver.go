@@ -31,8 +31,9 @@ type ReceiverConfig struct {
 	Name string `json:"name"`
 	// Type is the sender's format: see Types.
 	Type string `json:"type"`
-	// Secret is the HMAC key (github, artifactory, generic), the expected
-	// header value (distribution, gitlab, harbor, zot, acr, acr-eventgrid)
+	// Secret is the HMAC key (github, artifactory, generic, nexus), the
+	// expected header value (distribution, gitlab, harbor, zot, acr,
+	// acr-eventgrid, cdevents, ecr: an API key or "user:password")
 	// or the token the path is derived from (dockerhub, quay).
 	Secret string `json:"secret,omitempty"`
 	// Header names the header holding the secret for header-authenticated
@@ -46,6 +47,14 @@ type ReceiverConfig struct {
 	// payload names none (Docker Hub, Zot, Artifactory, generic, GitHub
 	// without a package URL).
 	Host string `json:"host,omitempty"`
+	// Audience, Issuer and JWKS verify the signed tokens of gar receivers:
+	// the expected audience, the issuer (default DefaultGARIssuer) and the
+	// key set, a JWKS file or https URL. ServiceAccount, when set, must be
+	// the token's verified email.
+	Audience       string `json:"audience,omitempty"`
+	Issuer         string `json:"issuer,omitempty"`
+	JWKS           string `json:"jwks,omitempty"`
+	ServiceAccount string `json:"serviceAccount,omitempty"`
 	// Insecure accepts a receiver without a secret: anyone who can reach
 	// the path can trigger syncs.
 	Insecure bool `json:"insecure,omitempty"`
@@ -208,7 +217,8 @@ func newEndpoint(c ReceiverConfig) (*endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	if c.Secret == "" && !c.Insecure {
+	_, keyAuth := src.(keyAuthenticated)
+	if c.Secret == "" && !c.Insecure && !keyAuth {
 		return nil, fmt.Errorf("%w: %s: no secret; set one or mark the receiver insecure", ErrConfig, c.Name)
 	}
 	if _, pathSecret := src.(pathAuthenticated); pathSecret && c.Secret != "" {
@@ -272,7 +282,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
-	if !ep.cfg.Insecure || ep.secret != "" {
+	if _, keyAuth := ep.src.(keyAuthenticated); keyAuth || !ep.cfg.Insecure || ep.secret != "" {
 		if err := ep.src.Authenticate(r, body, ep.secret); err != nil {
 			status, outcome := http.StatusForbidden, OutcomeForbidden
 			if errors.Is(err, ErrUnauthenticated) {

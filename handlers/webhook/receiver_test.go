@@ -21,7 +21,7 @@ func TestReceiverConfig(t *testing.T) {
 		{"no receivers", Config{}, true},
 		{"no secret", Config{Receivers: []ReceiverConfig{{Name: "a", Type: TypeHarbor}}}, false},
 		{"no secret, insecure", Config{Receivers: []ReceiverConfig{{Name: "a", Type: TypeHarbor, Insecure: true}}}, true},
-		{"unknown type", Config{Receivers: []ReceiverConfig{{Name: "a", Type: "nexus", Secret: "s"}}}, false},
+		{"unknown type", Config{Receivers: []ReceiverConfig{{Name: "a", Type: "sonatype-iq", Secret: "s"}}}, false},
 		{"bad name", Config{Receivers: []ReceiverConfig{{Name: "A b", Type: TypeHarbor, Secret: "s"}}}, false},
 		{"duplicate name", Config{Receivers: []ReceiverConfig{{Name: "a", Type: TypeHarbor, Secret: "s"}, {Name: "a", Type: TypeZot, Secret: "s", Path: "/z"}}}, false},
 		{"duplicate path", Config{Receivers: []ReceiverConfig{{Name: "a", Type: TypeHarbor, Secret: "s", Path: "/x"}, {Name: "b", Type: TypeZot, Secret: "s", Path: "/x"}}}, false},

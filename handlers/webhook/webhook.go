@@ -140,6 +140,10 @@ const (
 	TypeEventGrid    = "acr-eventgrid"
 	TypeArtifactory  = "artifactory"
 	TypeGeneric      = "generic"
+	TypeGAR          = "gar"
+	TypeNexus        = "nexus"
+	TypeECR          = "ecr"
+	TypeCDEvents     = "cdevents"
 )
 
 // sourceFactories builds a Source for a receiver's configuration.
@@ -155,12 +159,16 @@ var sourceFactories = map[string]func(ReceiverConfig) Source{
 	TypeEventGrid:    func(c ReceiverConfig) Source { return newEventGrid(c) },
 	TypeArtifactory:  func(c ReceiverConfig) Source { return newArtifactory(c) },
 	TypeGeneric:      func(c ReceiverConfig) Source { return newGeneric(c) },
+	TypeGAR:          func(c ReceiverConfig) Source { return newGAR(c) },
+	TypeNexus:        func(c ReceiverConfig) Source { return newNexus(c) },
+	TypeECR:          func(c ReceiverConfig) Source { return newECR(c) },
+	TypeCDEvents:     func(c ReceiverConfig) Source { return newCDEvents(c) },
 }
 
 // Types lists the receiver types, sorted.
 func Types() []string {
-	return []string{TypeACR, TypeEventGrid, TypeArtifactory, TypeDistribution, TypeDockerHub,
-		TypeGeneric, TypeGitHub, TypeGitLab, TypeHarbor, TypeQuay, TypeZot}
+	return []string{TypeACR, TypeEventGrid, TypeArtifactory, TypeCDEvents, TypeDistribution, TypeDockerHub,
+		TypeECR, TypeGAR, TypeGeneric, TypeGitHub, TypeGitLab, TypeHarbor, TypeNexus, TypeQuay, TypeZot}
 }
 
 // NewSource returns the Source for c.Type.
@@ -169,7 +177,13 @@ func NewSource(c ReceiverConfig) (Source, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown receiver type %q (want one of %s)", ErrConfig, c.Type, strings.Join(Types(), ", "))
 	}
-	return f(c), nil
+	src := f(c)
+	if v, ok := src.(interface{ validate() error }); ok {
+		if err := v.validate(); err != nil {
+			return nil, err
+		}
+	}
+	return src, nil
 }
 
 // malformed wraps ErrMalformed with a message for the sender.
@@ -296,6 +310,12 @@ type pathAuth struct{}
 
 func (pathAuth) Authenticate(*http.Request, []byte, string) error { return nil }
 func (pathAuth) pathIsSecret()                                    {}
+
+// keyAuthenticated marks sources authenticated by configured public keys
+// (signed tokens) rather than a shared secret.
+type keyAuthenticated interface {
+	keyAuthenticated()
+}
 
 // Name grammar of the distribution spec.
 var (

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/regclient/regclient"
-	"github.com/regclient/regclient/config"
 	"github.com/regclient/regclient/scheme/reg"
 	"github.com/regclient/regclient/types/descriptor"
 	"github.com/regclient/regclient/types/errs"
@@ -25,6 +24,7 @@ import (
 	"github.com/regclient/regclient/types/platform"
 	"github.com/regclient/regclient/types/ref"
 
+	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/internal/stall"
 )
 
@@ -57,6 +57,13 @@ type Host struct {
 	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty" yaml:"insecureSkipVerify,omitempty"`
 	// ReqPerSec limits the request rate to this host (0: unlimited).
 	ReqPerSec float64 `json:"reqPerSec,omitempty" yaml:"reqPerSec,omitempty"`
+	// CAFile is a PEM bundle trusted for this host besides the system's
+	// and the global ones; read again when it changes.
+	CAFile string `json:"caFile,omitempty" yaml:"caFile,omitempty"`
+	// Username and Password authenticate to this host (basic, or for the
+	// registry's token service), over the docker config and pull secret.
+	Username string `json:"username,omitempty" yaml:"username,omitempty"`
+	Password string `json:"password,omitempty" yaml:"password,omitempty"`
 }
 
 type options struct {
@@ -70,6 +77,10 @@ type options struct {
 	transport  http.RoundTripper
 	stall      time.Duration
 	noLocal    bool
+	caFiles    []string
+	caDirs     []string
+	creds      CredentialProvider
+	mirrors    *regconf.Config
 }
 
 // Option configures a Source.
@@ -116,7 +127,9 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.tr
 
 // Source reads catalog images. It is safe for concurrent use.
 type Source struct {
-	rc       *regclient.RegClient
+	acc      *access
+	mirrors  *regconf.Config
+	log      *slog.Logger
 	platform platform.Platform
 	ra       *retryAfter
 	noLocal  bool
@@ -136,6 +149,7 @@ func New(opts ...Option) (*Source, error) {
 	for _, fn := range opts {
 		fn(&o)
 	}
+	o.hosts = append(o.hosts, insecureHosts(o.mirrors, o.hosts)...)
 	plat, err := platform.Parse(o.platform)
 	if err != nil || plat.OS == "" || plat.Architecture == "" {
 		return nil, fmt.Errorf("invalid platform %q: want os/arch[/variant]", o.platform)
@@ -144,6 +158,11 @@ func New(opts ...Option) (*Source, error) {
 	if base == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 8
+		tr := newTrust(&o)
+		if err := tr.check(); err != nil {
+			return nil, err
+		}
+		tr.install(t)
 		base = t
 	}
 	base = stall.Transport(base, o.stall)
@@ -160,20 +179,11 @@ func New(opts ...Option) (*Source, error) {
 	if o.dockerCfg {
 		rcOpts = append(rcOpts, regclient.WithDockerCreds(), regclient.WithDockerCerts())
 	}
-	for _, h := range o.hosts {
-		if h.Name == "" {
-			return nil, fmt.Errorf("registry host config without a name")
-		}
-		ch := config.Host{Name: h.Name, TLS: config.TLSEnabled, ReqPerSec: h.ReqPerSec}
-		switch {
-		case h.PlainHTTP:
-			ch.TLS = config.TLSDisabled
-		case h.InsecureSkipVerify:
-			ch.TLS = config.TLSInsecure
-		}
-		rcOpts = append(rcOpts, regclient.WithConfigHost(ch))
+	acc, err := newAccess(&o, rcOpts)
+	if err != nil {
+		return nil, err
 	}
-	return &Source{rc: regclient.New(rcOpts...), platform: plat, ra: ra, noLocal: o.noLocal}, nil
+	return &Source{acc: acc, platform: plat, ra: ra, noLocal: o.noLocal, mirrors: o.mirrors, log: o.logger}, nil
 }
 
 // Resolved is an image reference pinned to a digest.
@@ -187,6 +197,9 @@ type Resolved struct {
 	Ref string
 	// Pinned is true when Image already named the digest.
 	Pinned bool
+	// Mirror is the registries.conf mirror that served it; empty when the
+	// image's own registry did.
+	Mirror string
 
 	ref ref.Ref
 }
@@ -224,11 +237,14 @@ func (s *Source) Resolve(ctx context.Context, image string) (Resolved, error) {
 	if err := s.checkLocal(image); err != nil {
 		return Resolved{}, err
 	}
+	if r, err := ParseRef(image); err == nil && r.Scheme == "reg" && s.mirrors != nil {
+		return s.resolveMirrored(ctx, image, r)
+	}
 	if res, ok, err := Pin(image); err != nil || ok {
 		return res, err
 	}
 	r, _ := ParseRef(image)
-	m, err := s.rc.ManifestHead(ctx, r, regclient.WithManifestRequireDigest())
+	m, err := s.acc.client().ManifestHead(ctx, r, regclient.WithManifestRequireDigest())
 	if err != nil {
 		return Resolved{}, s.wrap(r, "resolve", err)
 	}
@@ -289,7 +305,7 @@ func (img *Image) TotalSize() int64 {
 // config, and returns the layers to stream.
 func (s *Source) Open(ctx context.Context, res Resolved) (*Image, error) {
 	r := res.ref
-	m, err := s.rc.ManifestGet(ctx, r)
+	m, err := s.acc.client().ManifestGet(ctx, r)
 	if err != nil {
 		return nil, s.wrap(r, "get manifest", err)
 	}
@@ -302,7 +318,7 @@ func (s *Source) Open(ctx context.Context, res Resolved) (*Image, error) {
 			return nil, fmt.Errorf("%w: %s has no manifest for platform %s", ErrNotImage, r.CommonName(), s.platform.String())
 		}
 		r = r.SetDigest(d.Digest.String())
-		if m, err = s.rc.ManifestGet(ctx, r); err != nil {
+		if m, err = s.acc.client().ManifestGet(ctx, r); err != nil {
 			return nil, s.wrap(r, "get platform manifest", err)
 		}
 	}
@@ -314,7 +330,7 @@ func (s *Source) Open(ctx context.Context, res Resolved) (*Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotImage, r.CommonName(), err)
 	}
-	cfg, err := s.rc.BlobGetOCIConfig(ctx, r, cd)
+	cfg, err := s.acc.client().BlobGetOCIConfig(ctx, r, cd)
 	if err != nil {
 		return nil, s.wrap(r, "get image config", err)
 	}
@@ -342,7 +358,7 @@ func (s *Source) OpenLayer(ctx context.Context, img *Image, i int, progress func
 		return nil, fmt.Errorf("layer %d out of range", i)
 	}
 	l := img.Layers[i]
-	rdr, err := s.rc.BlobGet(ctx, img.Resolved.ref, l.desc)
+	rdr, err := s.acc.client().BlobGet(ctx, img.Resolved.ref, l.desc)
 	if err != nil {
 		return nil, s.wrap(img.Resolved.ref, "get layer "+l.Digest, err)
 	}
@@ -359,7 +375,7 @@ func (s *Source) OpenLayer(ctx context.Context, img *Image, i int, progress func
 }
 
 // Close releases the client's connections.
-func (s *Source) Close() error { return s.rc.Close(context.Background(), ref.Ref{}) }
+func (s *Source) Close() error { return s.acc.client().Close(context.Background(), ref.Ref{}) }
 
 // LayerReader is a decompressed layer stream.
 type LayerReader struct {
@@ -441,7 +457,7 @@ func Retryable(err error) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, ErrInvalidRef), errors.Is(err, errs.ErrInvalidReference),
-		errors.Is(err, ErrLocalRefused), errors.Is(err, ErrLocalMissing),
+		errors.Is(err, ErrLocalRefused), errors.Is(err, ErrLocalMissing), errors.Is(err, ErrBlocked),
 		errors.Is(err, ErrNotImage), errors.Is(err, errs.ErrUnsupportedMediaType),
 		errors.Is(err, errs.ErrMissingTagOrDigest):
 		return false

@@ -25,6 +25,7 @@ type Registry struct {
 	t    testing.TB
 	mu   sync.Mutex // serialises Stop and Start
 	proc *process
+	rc   registryConfig
 }
 
 // RegistryOption changes the registry's configuration.
@@ -32,6 +33,7 @@ type RegistryOption func(*registryConfig)
 
 type registryConfig struct {
 	endpoints []map[string]any
+	secure    // TLS and htpasswd: registry_auth.go
 }
 
 // WithNotifications adds a notification endpoint: the registry POSTs each
@@ -75,6 +77,7 @@ func StartRegistry(t testing.TB, opts ...RegistryOption) *Registry {
 		StorageDir: filepath.Join(dir, "storage"),
 		ConfigPath: filepath.Join(dir, "config.yml"),
 		LogPath:    filepath.Join(dir, "registry.log"),
+		rc:         rc,
 	}
 	p, err := launch(1, func(ports []int) *process {
 		return r.process(t, bin, rc, ports[0])
@@ -90,7 +93,7 @@ func StartRegistry(t testing.TB, opts ...RegistryOption) *Registry {
 // process sets r up to listen on port and returns the registry's process.
 func (r *Registry) process(t testing.TB, bin string, rc registryConfig, port int) *process {
 	r.Host = "127.0.0.1:" + strconv.Itoa(port)
-	r.URL = "http://" + r.Host
+	r.URL = rc.scheme() + "://" + r.Host
 	if err := r.writeConfig(rc); err != nil {
 		t.Fatalf("servers: registry config: %v", err)
 	}
@@ -123,6 +126,9 @@ func (r *Registry) writeConfig(rc registryConfig) error {
 			"draintimeout": "1s",
 		},
 	}
+	if err := rc.secure.apply(cfg, filepath.Dir(r.ConfigPath), r.Host); err != nil {
+		return err
+	}
 	if len(rc.endpoints) > 0 {
 		cfg["notifications"] = map[string]any{
 			"events":    map[string]any{"includereferences": true},
@@ -137,7 +143,7 @@ func (r *Registry) writeConfig(rc registryConfig) error {
 }
 
 func (r *Registry) ready(ctx context.Context) error {
-	return httpReady(plainClient, r.URL+"/v2/", nil)(ctx)
+	return httpReady(r.rc.client(), r.URL+"/v2/", r.rc.readyHeader())(ctx)
 }
 
 // Stop stops the registry (SIGTERM, then SIGKILL); Start brings it back on

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/catalogsync/catalogsync/internal/pullsecret"
+	"github.com/catalogsync/catalogsync/internal/regconf"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/sync/status"
+)
+
+// registriesConf reads --registries-conf: the default path only when it
+// exists, any other path always.
+func (c *commonFlags) registriesConf() (*regconf.Config, error) {
+	if c.regConf == "" {
+		return nil, nil
+	}
+	rc, err := regconf.Load(c.regConf, c.regConf == regconf.DefaultPath)
+	if err != nil {
+		return nil, fmt.Errorf("--registries-conf: %w", err)
+	}
+	return rc, nil
+}
+
+// startPullSecret follows the Secret --pull-secret names, if any, and
+// returns its credentials' provider once the first list is in.
+func startPullSecret(ctx context.Context, name, kubeconfig string, log *slog.Logger) (source.CredentialProvider, error) {
+	if name == "" {
+		return nil, nil
+	}
+	ns, n, err := pullsecret.ParseName(name)
+	if err != nil {
+		return nil, usageError{"--pull-secret: " + err.Error()}
+	}
+	restCfg, err := status.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	w := pullsecret.New(cs, ns, n, pullsecret.WithLogger(log))
+	if err := w.Start(ctx, time.Minute); err != nil {
+		return nil, fmt.Errorf("--pull-secret: %w", err)
+	}
+	return w, nil
+}

@@ -1,0 +1,259 @@
+package pullsecret_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/regclient/regclient"
+	"github.com/regclient/regclient/config"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/catalogsync/catalogsync/internal/pullsecret"
+	"github.com/catalogsync/catalogsync/storage/fs"
+	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/servers"
+)
+
+const (
+	user    = "catalog-reader"
+	oldPass = "old-Pw-9f3a61c2d84e"
+	newPass = "new-Pw-5b7e20a9c13f"
+)
+
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "../..")
+}
+
+// logBuffer captures every log line, debug included.
+type logBuffer struct {
+	mu  stdsync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func pushCatalog(t *testing.T, reg *servers.Registry, ca *servers.TestCA, pass, repoTag string) string {
+	t.Helper()
+	h := config.HostNewName(reg.Host)
+	h.RegCert, h.User, h.Pass = string(ca.CertPEM), user, pass
+	rc := regclient.New(regclient.WithConfigHost(*h))
+	img := imagebuild.FromDir(filepath.Join(repoRoot(t), "testdata/fbc/tiny/configs"), "/configs")
+	d, err := imagebuild.Push(context.Background(), rc, reg.Host+"/"+repoTag, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func dockerSecret(pass string, host string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "catalog-pull"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"https://` + host + `/v1/":{"username":"` + user + `","password":"` + pass + `"}}}`)},
+	}
+}
+
+// TestPullSecretAndCA syncs from a Distribution registry with htpasswd
+// auth and TLS from a test CA, with credentials from a Secret in a real
+// kube-apiserver that is rotated while the source keeps running.
+func TestPullSecretAndCA(t *testing.T) {
+	ca := servers.NewTestCA(t)
+	reg := servers.StartRegistry(t, servers.WithTLS(ca), servers.WithHtpasswd(map[string]string{user: oldPass}))
+	digest := pushCatalog(t, reg, ca, oldPass, "acme/catalog:v1")
+	kube := servers.StartKube(t)
+	restCfg, err := clientcmd.BuildConfigFromFlags("", kube.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(restCfg)
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := pullsecret.New(cs, "default", "catalog-pull", pullsecret.WithLogger(log))
+	if err := w.Start(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	st, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPipeline := func(opts ...source.Option) *csync.Pipeline {
+		src, err := source.New(append([]source.Option{source.WithDockerConfig(false), source.WithLogger(log),
+			source.WithRetry(0, 10*time.Millisecond, 50*time.Millisecond), source.WithCredentials(w)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { src.Close() })
+		return csync.NewPipeline(src, st, csync.WithTempDir(t.TempDir()), csync.WithLogger(log))
+	}
+	image := reg.Host + "/acme/catalog:v1"
+	var errs []string
+	run := func(pl *csync.Pipeline, name string) (csync.Result, error) {
+		sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer scancel()
+		res, err := pl.Run(sctx, csync.Catalog{Name: name, Image: image})
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		return res, err
+	}
+	waitVersion := func(after uint64) {
+		t.Helper()
+		for i := 0; ; i++ {
+			if _, v := w.Credentials(); v > after {
+				return
+			}
+			if i > 600 {
+				t.Fatal("the watcher never saw the Secret change")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// Without the CA: the registry's certificate is refused.
+	if _, err := run(newPipeline(), "no-ca"); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("without the CA: %v", err)
+	}
+	// With the CA directory but no Secret yet: unauthorized.
+	caDir := filepath.Dir(ca.CertFile)
+	pl := newPipeline(source.WithCADir(caDir))
+	if _, err := run(pl, "cat"); err == nil || !isUnauthorized(err) {
+		t.Fatalf("without credentials: %v", err)
+	}
+	// A Secret with the wrong password: still unauthorized.
+	_, v0 := w.Credentials()
+	sec, err := cs.CoreV1().Secrets("default").Create(ctx, dockerSecret("wrong-"+newPass, reg.Host), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(v0)
+	if _, err := run(pl, "cat"); err == nil || !isUnauthorized(err) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	// The Secret is fixed: the same pipeline syncs.
+	_, v1 := w.Credentials()
+	sec.Data = dockerSecret(oldPass, reg.Host).Data
+	if sec, err = cs.CoreV1().Secrets("default").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(v1)
+	res, err := run(pl, "cat")
+	if err != nil || res.Digest != digest {
+		t.Fatalf("with the pull secret: %+v %v", res, err)
+	}
+	// The registry's password is rotated: the old secret fails, the
+	// rotated Secret works, with no new source.
+	reg.Stop()
+	reg.SetUsers(map[string]string{user: newPass})
+	reg.Start()
+	digest2 := pushCatalog(t, reg, ca, newPass, "acme/catalog:v1")
+	_ = digest2
+	if _, err := run(pl, "cat2"); err == nil || !isUnauthorized(err) {
+		t.Fatalf("after the registry rotated: %v", err)
+	}
+	_, v2 := w.Credentials()
+	sec.Data = dockerSecret(newPass, reg.Host).Data
+	if _, err = cs.CoreV1().Secrets("default").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(v2)
+	if res, err := run(pl, "cat2"); err != nil || res.Digest == "" {
+		t.Fatalf("with the rotated secret: %+v %v", res, err)
+	}
+	// No password in any log line (debug included) or error.
+	all := logs.String() + strings.Join(errs, "\n")
+	for _, p := range []string{oldPass, newPass} {
+		if strings.Contains(all, p) {
+			t.Fatalf("password %q leaked:\n%s", p, all)
+		}
+	}
+	if !strings.Contains(logs.String(), "pull secret updated") {
+		t.Fatalf("no log of the secret change:\n%s", logs.String())
+	}
+}
+
+func isUnauthorized(err error) bool {
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "unauthorized") || strings.Contains(s, "401") || errors.Is(err, context.DeadlineExceeded) && false
+}
+
+// TestLeastPrivilege runs the watcher as a service account granted get,
+// list and watch on that one Secret by name (the Role in
+// docs/registries.md), and as one granted nothing: that one's start fails
+// within the wait instead of hanging.
+func TestLeastPrivilege(t *testing.T) {
+	kube := servers.StartKube(t)
+	restCfg, err := clientcmd.BuildConfigFromFlags("", kube.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(restCfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := admin.CoreV1().Secrets("default").Create(ctx, dockerSecret("p", "registry.example.test"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	token := func(sa string) string {
+		if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	if _, err := admin.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pull"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"catalog-pull"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pull"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pull"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: "default"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	as := func(tok string) kubernetes.Interface {
+		c := rest.AnonymousClientConfig(restCfg)
+		c.BearerToken = tok
+		return kubernetes.NewForConfigOrDie(c)
+	}
+	w := pullsecret.New(as(token("reader")), "default", "catalog-pull")
+	if err := w.Start(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := w.Credentials(); c["registry.example.test"].Password != "p" {
+		t.Fatalf("credentials %v", c)
+	}
+	none := pullsecret.New(as(token("nobody")), "default", "catalog-pull")
+	if err := none.Start(ctx, 2*time.Second); err == nil || !strings.Contains(err.Error(), "not listed") {
+		t.Fatalf("without access: %v", err)
+	}
+}

@@ -1,0 +1,115 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/regclient/regclient"
+	"github.com/regclient/regclient/types/ref"
+
+	"github.com/catalogsync/catalogsync/internal/regconf"
+)
+
+// ErrBlocked is returned for images of a registry registries.conf blocks.
+var ErrBlocked = regconf.ErrBlocked
+
+// WithRegistriesConf pulls through the mirrors of a containers
+// registries.conf: for each image, its mirrors in order and then the
+// primary location, and refuses blocked registries. nil adds nothing.
+func WithRegistriesConf(c *regconf.Config) Option {
+	return func(o *options) {
+		if c != nil && len(c.Registries) > 0 {
+			o.mirrors = c
+		}
+	}
+}
+
+// resolveMirrored resolves image at the first endpoint that answers: one
+// manifest HEAD per endpoint tried. A mirror that fails, or that names
+// another digest than a pinned reference, passes to the next; the primary
+// location's error is the one returned.
+func (s *Source) resolveMirrored(ctx context.Context, image string, r ref.Ref) (Resolved, error) {
+	eps, err := s.mirrors.Endpoints(r.Registry+"/"+r.Repository, r.Digest != "")
+	if err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: %w", r.CommonName(), err)
+	}
+	var mirrorErrs []string
+	for i, ep := range eps {
+		last := i == len(eps)-1
+		er, err := endpointRef(ep.Name, r)
+		if err != nil {
+			if last {
+				return Resolved{}, err
+			}
+			continue
+		}
+		m, err := s.acc.client().ManifestHead(ctx, er, regclient.WithManifestRequireDigest())
+		if err == nil {
+			d := m.GetDescriptor().Digest
+			switch {
+			case d == "" || d.Validate() != nil:
+				err = errors.New("registry returned no valid digest")
+			case r.Digest != "" && d.String() != r.Digest:
+				err = fmt.Errorf("serves %s for %s", d, r.Digest)
+			default:
+				res := Resolved{Image: image, Digest: d.String(), Ref: r.SetDigest(d.String()).CommonName(),
+					Pinned: r.Digest != "", ref: er.SetDigest(d.String())}
+				if ep.Mirror != "" {
+					res.Mirror = ep.Mirror
+					s.log.Debug("resolved through mirror", "image", image, "mirror", ep.Mirror, "skipped", mirrorErrs)
+				}
+				return res, nil
+			}
+		}
+		if last {
+			return Resolved{}, s.wrap(er, "resolve", err)
+		}
+		mirrorErrs = append(mirrorErrs, ep.Mirror+": "+err.Error())
+	}
+	return Resolved{}, fmt.Errorf("resolve %s: no endpoint", r.CommonName())
+}
+
+// endpointRef is r (its tag or digest) at an endpoint's image name.
+func endpointRef(name string, r ref.Ref) (ref.Ref, error) {
+	s := name
+	if r.Digest != "" {
+		s += "@" + r.Digest
+	} else {
+		s += ":" + r.Tag
+	}
+	er, err := ref.New(s)
+	if err != nil || er.Scheme != "reg" || strings.ContainsAny(name, "@:") && !strings.Contains(name, "/") {
+		return ref.Ref{}, fmt.Errorf("%w: registries.conf endpoint %q", ErrInvalidRef, name)
+	}
+	return er, nil
+}
+
+// insecureHosts turns registries.conf's insecure locations into hosts
+// whose TLS is not verified, unless the hosts configuration names them.
+func insecureHosts(c *regconf.Config, have []Host) []Host {
+	if c == nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, h := range have {
+		known[strings.ToLower(h.Name)] = true
+	}
+	var out []Host
+	add := func(location string, insecure bool) {
+		host, _, _ := strings.Cut(location, "/")
+		host = strings.ToLower(host)
+		if insecure && host != "" && !known[host] {
+			known[host] = true
+			out = append(out, Host{Name: host, InsecureSkipVerify: true})
+		}
+	}
+	for _, r := range c.Registries {
+		add(r.Location, r.Insecure)
+		for _, m := range r.Mirrors {
+			add(m.Location, m.Insecure)
+		}
+	}
+	return out
+}
