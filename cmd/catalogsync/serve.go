@@ -16,6 +16,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/handlers/events"
+	"github.com/catalogsync/catalogsync/handlers/graphql"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
@@ -186,8 +187,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		// availabilityMode: Unavailable -> 404, as catalogd.
 		contentOpts = append(contentOpts, content.WithAvailability(ccSrc.Available))
 	}
+	// GraphQL reads catalogs through the content handler's cache.
+	contentOpts = append(contentOpts, content.WithGraphQL(graphql.New(graphql.OpenerFunc(func(ctx context.Context, name string) (*catalog.Catalog, error) {
+		return contentH.Catalog(ctx, name)
+	}), graphql.WithLogger(log))))
 	contentH = content.New(store, contentOpts...)
-	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas,graphql}
 	if err := mountTriggers(r, cfg, engine, set, m, log); err != nil {
 		return err
 	}
