@@ -18,6 +18,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/handlers/graphql"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
@@ -44,6 +45,8 @@ type serveFlags struct {
 	clusterCatalogs bool
 	kubeconfig      string
 	eventSink       string
+
+	tls tlsreload.Files
 }
 
 func (f *serveFlags) register(fset *flag.FlagSet) {
@@ -60,6 +63,9 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
 	fset.DurationVar(&f.readLimit, "read-timeout", envDuration("CATALOGSYNC_READ_TIMEOUT", 30*time.Second), "longest time to read a request, body included (env CATALOGSYNC_READ_TIMEOUT)")
 	fset.IntVar(&f.gcKeep, "gc-keep", envInt("CATALOGSYNC_GC_KEEP", catalog.DefaultKeep), "non-current digests GC keeps per catalog besides the current one (env CATALOGSYNC_GC_KEEP)")
+	fset.StringVar(&f.tls.Cert, "tls-cert-file", envOr("CATALOGSYNC_TLS_CERT_FILE", ""), "serve HTTPS with this PEM certificate, reloaded when the file changes (env CATALOGSYNC_TLS_CERT_FILE)")
+	fset.StringVar(&f.tls.Key, "tls-key-file", envOr("CATALOGSYNC_TLS_KEY_FILE", ""), "PEM key of --tls-cert-file (env CATALOGSYNC_TLS_KEY_FILE)")
+	fset.StringVar(&f.tls.ClientCA, "tls-client-ca-file", envOr("CATALOGSYNC_TLS_CLIENT_CA_FILE", ""), "require client certificates signed by this CA on the REST API /api/ (mutual TLS; env CATALOGSYNC_TLS_CLIENT_CA_FILE)")
 	fset.DurationVar(&f.gcGrace, "gc-grace", envDuration("CATALOGSYNC_GC_GRACE", catalog.DefaultGrace), "how long content must be out of reach before GC deletes it, so readers that found it finish (env CATALOGSYNC_GC_GRACE)")
 }
 
@@ -177,6 +183,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	// Both read chi's route pattern after routing, so they sit on the top
 	// router.
 	r.Use(m.HTTPMiddleware, api.LogRequests(log))
+	tlsR, err := sf.tlsReloader(log)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if sf.tls.ClientCA != "" {
+		r.Use(tlsreload.RequireClientCert("/api/"))
+	}
 	// Read from the environment only: flags show in ps.
 	api.New(engine, set, store,
 		api.WithLogger(log), api.WithToken(os.Getenv("CATALOGSYNC_API_TOKEN")), api.WithBaseURL(sf.baseURL),
@@ -229,7 +242,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		go runGC(ctx, log, store, gcNames, sf.gcEvery, sf.gcPolicy())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serveListener(ctx, srv, ln, tlsR) }()
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
