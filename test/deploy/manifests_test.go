@@ -35,7 +35,7 @@ const (
 
 // kustomizeDirs hold Kubernetes manifests (every document an object);
 // other folders under deploy/ may hold other YAML (deploy/local).
-var kustomizeDirs = []string{"crd", "base", knativeDir, plainDir}
+var kustomizeDirs = []string{"crd", "base", knativeDir, plainDir, "tls", "tls-cert-manager", "tls-openshift"}
 
 // repoRoot is the module root: go test runs in the package's folder.
 func repoRoot(t testing.TB) string {
