@@ -208,12 +208,12 @@ func (h *Handler) build(ctx context.Context, c *catalog.Catalog) (*built, error)
 
 // pageLoader reads pages of c through its index.
 func pageLoader(c *catalog.Catalog) loader {
-	return func(ctx context.Context, q catalog.Query, offset, limit int) ([]map[string]any, error) {
+	return func(ctx context.Context, q catalog.Query, offset, limit int) ([]map[string]json.RawMessage, error) {
 		lines, err := c.Lines(ctx, q, offset, limit)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]map[string]any, 0, len(lines))
+		out := make([]map[string]json.RawMessage, 0, len(lines))
 		for _, l := range lines {
 			if o := byFieldName(l); o != nil {
 				out = append(out, o)

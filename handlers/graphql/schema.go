@@ -18,7 +18,7 @@ const MaxLimit = 100
 
 // loader reads one page of a schema's objects, optionally narrowed to a
 // package or a name (answered from the index, not by paging).
-type loader func(ctx context.Context, q catalog.Query, offset, limit int) ([]map[string]any, error)
+type loader func(ctx context.Context, q catalog.Query, offset, limit int) ([]map[string]json.RawMessage, error)
 
 // buildSchema makes the GraphQL schema catalogd derives from a catalog's
 // shape: one list field per FBC schema, an object type per schema from the
@@ -137,15 +137,23 @@ func scalar(f *gqlshape.Field) gql.Output {
 	return t
 }
 
-// topResolver reads a field of a loaded object; scalars get objects and
-// arrays as JSON text, as catalogd declares them String.
+// topResolver reads a field of a loaded object, decoding only it;
+// scalars get objects and arrays as JSON text, as catalogd declares them
+// String.
 func topResolver(name string, text bool) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
-		src, ok := p.Source.(map[string]any)
+		src, ok := p.Source.(map[string]json.RawMessage)
 		if !ok {
 			return nil, nil
 		}
-		v := src[name]
+		raw, ok := src[name]
+		if !ok {
+			return nil, nil
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, nil
+		}
 		if text {
 			return jsonText(v), nil
 		}
@@ -185,15 +193,16 @@ func jsonText(v any) any {
 	return v
 }
 
-// byFieldName decodes an object line keyed by GraphQL field name, so a
-// field resolves with one lookup. A line that does not decode is skipped
-// (nil), as catalogd's loader skips it.
-func byFieldName(line []byte) map[string]any {
-	var obj map[string]any
-	if err := json.Unmarshal(line, &obj); err != nil {
+// byFieldName splits an object line into its top-level values keyed by
+// GraphQL field name, left undecoded: a query decodes only the fields it
+// selects. A line that does not decode is skipped (nil), as catalogd's
+// loader skips it.
+func byFieldName(line []byte) map[string]json.RawMessage {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil || obj == nil {
 		return nil
 	}
-	out := make(map[string]any, len(obj))
+	out := make(map[string]json.RawMessage, len(obj))
 	for k, v := range obj {
 		out[gqlshape.FieldName(k)] = v
 	}
