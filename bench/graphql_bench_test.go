@@ -64,43 +64,42 @@ func BenchmarkGraphQLSideBySide(b *testing.B) {
 			b.Run("catalogsync", func(b *testing.B) {
 				b.ReportMetric(float64(img.fbcBytes)/1e6, "catalog-MB")
 				addr := freePort(b)
-				measureGraphQL(b, exec.Command(f.bin, append([]string{"serve", "--addr", addr, "--gc-interval", "0", "--log-level", "warn"}, args...)...), env, addr, name, qs)
+				measureGraphQL(b, func() *exec.Cmd {
+					return exec.Command(f.bin, append([]string{"serve", "--addr", addr, "--gc-interval", "0", "--log-level", "warn"}, args...)...)
+				}, env, addr, name, qs)
 			})
 			b.Run("catalogd", func(b *testing.B) {
 				b.ReportMetric(float64(img.fbcBytes)/1e6, "catalog-MB")
 				addr := freePort(b)
 				delete(qs, "package")
-				measureGraphQL(b, exec.Command(ref, "serve", "-root", root, "-addr", addr, "-graphql"), os.Environ(), addr, name, qs)
+				measureGraphQL(b, func() *exec.Cmd { return exec.Command(ref, "serve", "-root", root, "-addr", addr, "-graphql") }, os.Environ(), addr, name, qs)
 			})
 		})
 	}
 }
 
-func measureGraphQL(b *testing.B, cmd *exec.Cmd, env []string, addr, name string, qs map[string]string) {
-	cmd.Env = env
-	cmd.SysProcAttr = childAttr()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+// firstStarts is how many fresh starts the first-query figure is the
+// median of.
+const firstStarts = 3
+
+func measureGraphQL(b *testing.B, newCmd func() *exec.Cmd, env []string, addr, name string, qs map[string]string) {
+	url := "http://" + addr + "/catalogs/" + name + "/api/v1/graphql"
+	var firsts []time.Duration
+	var cmd *exec.Cmd
+	var client *http.Client
+	for i := range firstStarts {
+		cmd = newCmd()
+		var first time.Duration
+		client, first = startAndQuery(b, cmd, env, addr, url, qs["bundles100"])
+		firsts = append(firsts, first)
+		if i < firstStarts-1 {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 20000 {
-			b.Fatalf("never listened\n%s", stderr.String())
-		}
-		time.Sleep(500 * time.Microsecond)
-	}
-	url := "http://" + addr + "/catalogs/" + name + "/api/v1/graphql"
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	t0 := time.Now()
-	gqlPost(b, client, url, qs["bundles100"])
-	b.ReportMetric(ms(time.Since(t0)), "first-query-ms")
+	slices.Sort(firsts)
+	b.ReportMetric(ms(firsts[len(firsts)/2]), "first-query-ms")
 	for _, k := range []string{"bundles100", "package"} {
 		q, ok := qs[k]
 		if !ok {
@@ -131,6 +130,32 @@ func measureGraphQL(b *testing.B, cmd *exec.Cmd, env []string, addr, name string
 		b.ReportMetric(workers*each/time.Since(t).Seconds(), k+"-req/s")
 	}
 	b.ReportMetric(procHWM(b, cmd.Process.Pid), "peak-rss-MB")
+}
+
+// startAndQuery starts cmd, waits for its port and times the first query.
+func startAndQuery(b *testing.B, cmd *exec.Cmd, env []string, addr, url, q string) (*http.Client, time.Duration) {
+	cmd.Env = env
+	cmd.SysProcAttr = childAttr()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i > 20000 {
+			b.Fatalf("never listened\n%s", stderr.String())
+		}
+		time.Sleep(500 * time.Microsecond)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	t0 := time.Now()
+	gqlPost(b, client, url, q)
+	return client, time.Since(t0)
 }
 
 func gqlPost(b *testing.B, c *http.Client, url, q string) {
