@@ -129,8 +129,13 @@ func measureGraphQL(b *testing.B, newCmd func() *exec.Cmd, env []string, addr, n
 		wg.Wait()
 		b.ReportMetric(workers*each/time.Since(t).Seconds(), k+"-req/s")
 	}
+	b.ReportMetric(idleRSS, "idle-rss-MB")
 	b.ReportMetric(procHWM(b, cmd.Process.Pid), "peak-rss-MB")
 }
+
+// idleRSS is the peak RSS of the last started server before its first
+// query: what it costs before serving anything.
+var idleRSS float64
 
 // startAndQuery starts cmd, waits for its port and times the first query.
 func startAndQuery(b *testing.B, cmd *exec.Cmd, env []string, addr, url, q string) (*http.Client, time.Duration) {
@@ -153,6 +158,7 @@ func startAndQuery(b *testing.B, cmd *exec.Cmd, env []string, addr, url, q strin
 		time.Sleep(500 * time.Microsecond)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	idleRSS = procHWM(b, cmd.Process.Pid)
 	t0 := time.Now()
 	gqlPost(b, client, url, q)
 	return client, time.Since(t0)
