@@ -175,7 +175,7 @@ type Writer struct {
 	strs []string
 	objs []object
 	size int64
-	gql  *gqlshape.Shape
+	gql  *gqlshape.Background
 
 	closed bool
 	err    error // sticky failure of Add
@@ -209,7 +209,7 @@ func NewWriter(ctx context.Context, s storage.Store, name, digest string) (*Writ
 		cancel: cancel, pw: pw, bw: bufio.NewWriterSize(pw, 256<<10), sum: sha256.New(),
 		done: make(chan putResult, 1),
 		ids:  map[string]uint32{"": 0}, strs: []string{""},
-		gql: gqlshape.New(),
+		gql: gqlshape.NewBackground(),
 	}
 	go func() {
 		in, err := s.Put(pctx, w.prefix+contentFile, pr)
@@ -289,6 +289,7 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	}
 	w.closed = true
 	defer w.cancel()
+	defer w.gql.Stop()
 	if w.err != nil {
 		w.abort()
 		return Meta{}, w.err
@@ -346,6 +347,7 @@ func (w *Writer) Abort() {
 }
 
 func (w *Writer) abort() {
+	w.gql.Stop()
 	w.cancel()
 	w.pw.CloseWithError(ErrClosed)
 	w.collect(context.Background())

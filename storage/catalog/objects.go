@@ -21,7 +21,7 @@ var ErrNoGraphQL = errors.New("catalog has no stored graphql schema")
 
 // putGraphQL stores the discovered shape and returns its size.
 func (w *Writer) putGraphQL(ctx context.Context) (int64, error) {
-	b, err := w.gql.Marshal()
+	b, err := w.gql.Shape().Marshal()
 	if err != nil {
 		return 0, fmt.Errorf("catalog: graphql schema: %w", err)
 	}
