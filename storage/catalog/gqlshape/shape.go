@@ -58,6 +58,8 @@ type Schema struct {
 type Shape struct {
 	Format  int                `json:"format"`
 	Schemas map[string]*Schema `json:"schemas"`
+
+	names map[string]string // FieldName of keys seen, see fieldName
 }
 
 // New returns an empty shape.
@@ -75,6 +77,15 @@ func (s *Shape) Observe(schema string, line []byte) {
 		sc = &Schema{Fields: map[string]*Field{}}
 		s.Schemas[schema] = sc
 	}
+	if s.observeFast(sc, line) {
+		return
+	}
+	s.observeDecoded(sc, line)
+}
+
+// observeDecoded is Observe by decoding the line: the reference the fast
+// path must agree with.
+func (s *Shape) observeDecoded(sc *Schema, line []byte) {
 	var obj map[string]any
 	if err := json.Unmarshal(line, &obj); err != nil {
 		return
