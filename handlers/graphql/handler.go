@@ -9,6 +9,13 @@
 // the index a page at a time, so a query costs its page, not the catalog,
 // from a local store or object storage alike. Beyond catalogd, every list
 // field takes package and name arguments, answered from the index.
+//
+// Where it differs from catalogd, on purpose: introspection shows those two
+// arguments; an invalid catalog name is 400 with this server's message
+// (catalogd lists the DNS-1123 rules broken); answers are not gzipped
+// (catalogd's gzhttp wrapper compresses large ones); a catalog whose
+// schemas collide is 500 as in catalogd, and the message in the log names
+// the two schemas.
 package graphql
 
 import (
