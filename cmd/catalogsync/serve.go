@@ -15,8 +15,10 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/handlers/events"
+	"github.com/catalogsync/catalogsync/handlers/graphql"
 	"github.com/catalogsync/catalogsync/handlers/ui"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
@@ -52,6 +54,8 @@ type serveFlags struct {
 	kubeconfig      string
 	eventSink       string
 	pullSecret      string
+
+	tls tlsreload.Files
 }
 
 func (f *serveFlags) register(fset *flag.FlagSet) {
@@ -75,6 +79,9 @@ func (f *serveFlags) register(fset *flag.FlagSet) {
 	fset.DurationVar(&f.writeStall, "write-stall-timeout", envDuration("CATALOGSYNC_WRITE_STALL_TIMEOUT", time.Minute), "a response that makes no progress this long (a client that stopped reading) is abandoned; 0 never (env CATALOGSYNC_WRITE_STALL_TIMEOUT)")
 	fset.IntVar(&f.gcKeep, "gc-keep", envInt("CATALOGSYNC_GC_KEEP", catalog.DefaultKeep), "non-current digests GC keeps per catalog besides the current one (env CATALOGSYNC_GC_KEEP)")
 	fset.DurationVar(&f.gcUnconf, "gc-unconfigured-age", envDuration("CATALOGSYNC_GC_UNCONFIGURED_AGE", catalog.DefaultUnconfiguredAge), "how long a stored catalog that is not configured here must be untouched by every replica before GC deletes it (env CATALOGSYNC_GC_UNCONFIGURED_AGE)")
+	fset.StringVar(&f.tls.Cert, "tls-cert-file", envOr("CATALOGSYNC_TLS_CERT_FILE", ""), "serve HTTPS with this PEM certificate, reloaded when the file changes (env CATALOGSYNC_TLS_CERT_FILE)")
+	fset.StringVar(&f.tls.Key, "tls-key-file", envOr("CATALOGSYNC_TLS_KEY_FILE", ""), "PEM key of --tls-cert-file (env CATALOGSYNC_TLS_KEY_FILE)")
+	fset.StringVar(&f.tls.ClientCA, "tls-client-ca-file", envOr("CATALOGSYNC_TLS_CLIENT_CA_FILE", ""), "require client certificates signed by this CA on the REST API /api/ (mutual TLS; env CATALOGSYNC_TLS_CLIENT_CA_FILE)")
 	fset.DurationVar(&f.gcGrace, "gc-grace", envDuration("CATALOGSYNC_GC_GRACE", catalog.DefaultGrace), "how long content must be out of reach before GC deletes it, so readers that found it finish (env CATALOGSYNC_GC_GRACE)")
 }
 
@@ -194,6 +201,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		csync.WithEngineLogger(log), csync.WithObservers(observers...))
 
 	r := sf.router(m, log)
+	tlsR, err := sf.tlsReloader(log)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if sf.tls.ClientCA != "" {
+		r.Use(tlsreload.RequireClientCert("/api/"))
+	}
 	// Read from the environment only: flags show in ps.
 	apiToken := os.Getenv("CATALOGSYNC_API_TOKEN")
 	if apiToken == "" && sf.apiOpen {
@@ -210,8 +224,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		// availabilityMode: Unavailable -> 404, as catalogd.
 		contentOpts = append(contentOpts, content.WithAvailability(ccSrc.Available))
 	}
+	// GraphQL reads catalogs through the content handler's cache.
+	contentOpts = append(contentOpts, content.WithGraphQL(graphql.New(graphql.OpenerFunc(func(ctx context.Context, name string) (*catalog.Catalog, error) {
+		return contentH.Catalog(ctx, name)
+	}), graphql.WithLogger(log))))
 	contentH = content.New(store, contentOpts...)
-	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas}
+	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas,graphql}
 	// The catalog browser at /ui/, and / linking to it.
 	ui.New(store, set, ui.WithLogger(log)).Mount(r)
 	evr := r
@@ -255,7 +273,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}()
 	go runGC(ctx, log, store, gcNames, sf.gcEvery, sf.gcPolicy())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serveListener(ctx, srv, ln, tlsR) }()
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

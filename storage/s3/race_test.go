@@ -205,7 +205,7 @@ func TestConcurrentPublishersAndReaders(t *testing.T) {
 		want := []string{"catalogs/" + name + "/current"}
 		for _, d := range append([]string{ptr.Digest}, others[0].digest, others[1].digest) {
 			dir := "catalogs/" + name + "/" + strings.Replace(d, ":", "-", 1) + "/"
-			want = append(want, dir+"catalog.jsonl", dir+"index", dir+"meta.json")
+			want = append(want, dir+"catalog.jsonl", dir+"graphql-schema.json", dir+"index", dir+"meta.json")
 		}
 		var got []string
 		for _, in := range list {

@@ -3,11 +3,15 @@ package servers
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,6 +122,9 @@ func startCatalogsync(t testing.TB, addr string, args, env []string) *Catalogsyn
 			c.Addr = "127.0.0.1:" + strconv.Itoa(ports[0])
 		}
 		c.URL = "http://" + c.Addr
+		if slices.Contains(args, "--tls-cert-file") {
+			c.URL = "https://" + c.Addr
+		}
 		return &process{
 			name:      "catalogsync",
 			path:      bin,
@@ -136,7 +143,16 @@ func startCatalogsync(t testing.TB, addr string, args, env []string) *Catalogsyn
 }
 
 func (c *Catalogsync) ready(ctx context.Context) error {
+	if strings.HasPrefix(c.URL, "https://") {
+		// Readiness only: the tests check the certificate themselves.
+		return httpReady(insecureClient, c.URL+"/readyz", nil)(ctx)
+	}
 	return httpReady(plainClient, c.URL+"/readyz", nil)(ctx)
+}
+
+var insecureClient = &http.Client{
+	Timeout:   5 * time.Second,
+	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
 }
 
 // Stop stops the service cleanly (SIGTERM: in-flight syncs are cancelled).

@@ -1,0 +1,282 @@
+package graphql_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogsync/catalogsync/handlers/content"
+	"github.com/catalogsync/catalogsync/handlers/graphql"
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/fs"
+	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+)
+
+// repoRoot is the repository root, from this package's directory.
+const repoRoot = "../.."
+
+// shared is the workplace's shared folder beside the repository, or
+// $CATALOGSYNC_SHARED (a git worktree elsewhere).
+func shared() string {
+	if d := os.Getenv("CATALOGSYNC_SHARED"); d != "" {
+		return d
+	}
+	return filepath.Join(repoRoot, "..", "shared")
+}
+
+// peer returns the path of a reference binary, or skips.
+func peer(t testing.TB, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(shared(), "tools", "peers", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("reference binary %s absent (../shared/tools/peers): %v", name, err)
+	}
+	return p
+}
+
+// fbcDir returns a catalog directory: testdata first, then ../shared.
+func fbcDir(t testing.TB, set string) string {
+	t.Helper()
+	for _, p := range []string{
+		filepath.Join(repoRoot, "testdata", "fbc", set, "configs"),
+		filepath.Join(shared(), "testdata", "fbc", set, "configs"),
+	} {
+		if _, err := os.Stat(p); err == nil {
+			abs, _ := filepath.Abs(p)
+			return abs
+		}
+	}
+	t.Skipf("catalog %s absent (testdata/fbc or ../shared/testdata/fbc)", set)
+	return ""
+}
+
+// syncDir publishes the FBC directory dir as catalog name in store through
+// the real pipeline, from an OCI layout image.
+func syncDir(t testing.TB, store storage.Store, name, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	ref := "ocidir://" + filepath.Join(t.TempDir(), "img") + ":v1"
+	if _, err := imagebuild.Push(ctx, imagebuild.NewRegClient(), ref, imagebuild.FromDir(dir, "/configs")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := source.New(source.WithDockerConfig(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	pl := csync.NewPipeline(src, store, csync.WithTempDir(t.TempDir()), csync.WithLogger(slog.New(slog.DiscardHandler)))
+	if _, err := pl.Run(ctx, csync.Catalog{Name: name, Image: ref}); err != nil {
+		t.Fatalf("sync %s: %v", name, err)
+	}
+}
+
+// ours serves store with the content and GraphQL handlers, as serve
+// mounts them.
+func ours(t testing.TB, store storage.Store, opts ...content.Option) *httptest.Server {
+	t.Helper()
+	var ch *content.Handler
+	g := graphql.New(graphql.OpenerFunc(func(ctx context.Context, name string) (*catalog.Catalog, error) {
+		return ch.Catalog(ctx, name)
+	}), graphql.WithLogger(slog.New(slog.DiscardHandler)))
+	ch = content.New(store, append([]content.Option{content.WithGraphQL(g), content.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	r := chi.NewRouter()
+	ch.Mount(r)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newStore(t testing.TB) storage.Store {
+	t.Helper()
+	s, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// catalogdRef stores dir with catalogd's own code and serves it with
+// GraphQL enabled; it returns the base URL ("http://127.0.0.1:port").
+func catalogdRef(t testing.TB, name, dir string) string {
+	t.Helper()
+	bin := peer(t, "catalogd-ref")
+	root := t.TempDir()
+	if out, err := exec.Command(bin, "store", "-fbc", dir, "-root", root, "-name", name, "-graphql").CombinedOutput(); err != nil {
+		t.Fatalf("catalogd-ref store: %v\n%s", err, out)
+	}
+	return startRef(t, bin, root)
+}
+
+func startRef(t testing.TB, bin, root string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "serve", "-root", root, "-addr", addr, "-graphql")
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	base := "http://" + addr
+	// Bounded: a connection refused means not yet listening.
+	for range 500 {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return base
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("catalogd-ref did not listen on %s", addr)
+	return ""
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// answer is one HTTP answer to a GraphQL request.
+type answer struct {
+	code  int
+	ctype string
+	body  []byte
+}
+
+func post(t testing.TB, base, name, body string) answer {
+	t.Helper()
+	resp, err := http.Post(base+"/catalogs/"+name+"/api/v1/graphql", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{resp.StatusCode, resp.Header.Get("Content-Type"), b}
+}
+
+func queryBody(q string) string {
+	b, _ := json.Marshal(map[string]string{"query": q})
+	return string(b)
+}
+
+// unordered are the keys whose arrays catalogd builds from Go maps, so
+// their order is not part of the answer; their elements have a name.
+var unordered = map[string]bool{"schemas": true, "types": true, "possibleTypes": true, "interfaces": true, "args": true}
+
+// canonical decodes a JSON answer and orders what catalogd leaves in map
+// order. The package and name arguments, ours only, are dropped.
+func canonical(t testing.TB, b []byte) string {
+	t.Helper()
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("answer is not JSON: %v: %.300s", err, b)
+	}
+	v = canon(v, "")
+	out, _ := json.MarshalIndent(v, "", " ")
+	return string(out)
+}
+
+func canon(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = canon(e, k)
+		}
+		return x
+	case []any:
+		out := x[:0]
+		for _, e := range x {
+			if key == "args" && isExtraArg(e) {
+				continue
+			}
+			out = append(out, canon(e, ""))
+		}
+		if unordered[key] {
+			slices.SortFunc(out, func(a, b any) int { return strings.Compare(nameOf(a), nameOf(b)) })
+		}
+		return out
+	}
+	return v
+}
+
+func isExtraArg(e any) bool {
+	n := nameOf(e)
+	return n == "package" || n == "name"
+}
+
+func nameOf(v any) string {
+	if m, ok := v.(map[string]any); ok {
+		return fmt.Sprint(m["name"])
+	}
+	return fmt.Sprint(v)
+}
+
+// queries reads testdata/queries.graphql: queries separated by lines
+// starting with "#".
+func queries(t testing.TB) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/queries.graphql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var name string
+	var cur strings.Builder
+	flush := func() {
+		if name != "" && strings.TrimSpace(cur.String()) != "" {
+			out[name] = cur.String()
+		}
+		cur.Reset()
+	}
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if strings.HasPrefix(l, "#") {
+			flush()
+			name = strings.TrimSpace(strings.TrimPrefix(l, "#"))
+			continue
+		}
+		cur.WriteString(l)
+	}
+	flush()
+	return out
+}
+
+// scaledCatalog makes copies renamed copies of the catalog in dir (16 of
+// community-v4.21 are about 220 MB), with the repository's generator.
+func scaledCatalog(t testing.TB, dir string, copies int) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "scaled")
+	if err := imagebuild.GenerateCopies(dir, out, copies); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
