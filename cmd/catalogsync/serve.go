@@ -162,7 +162,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 				log.Debug("clustercatalog change not synced", "catalog", name, "err", err)
 			}
 		}))
-		if ccWriter, err = status.NewWriter(dyn, ccSrc, store, sf.baseURL, status.WithWriterLogger(log)); err != nil {
+		if ccWriter, err = status.NewWriter(dyn, ccSrc, store, sf.baseURL, status.WithWriterLogger(log),
+			status.WithWriterReplica(replicaID(cf.replica)), status.WithLeftAlone(m.LeftAlone())); err != nil {
 			return fmt.Errorf("--clustercatalogs needs --base-url: %w", err)
 		}
 		set, gcNames = ccSrc, ccSrc.Names
@@ -179,7 +180,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	// Read from the environment only: flags show in ps.
 	api.New(engine, set, store,
 		api.WithLogger(log), api.WithToken(os.Getenv("CATALOGSYNC_API_TOKEN")), api.WithBaseURL(sf.baseURL),
-		api.WithMetrics(m.Handler()),
+		api.WithMetrics(m.Handler()), api.WithReadyCheck(informerSynced(ccSrc)),
 	).Mount(r) // /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics
 	contentOpts := []content.Option{content.WithLogger(log)}
 	if ccSrc != nil {
@@ -215,13 +216,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("clustercatalogs: %w", err)
 		}
 	}
+	// Polls and GC are cluster-wide: replicas sharing the store take turns.
+	holder := clusterHolder(replicaID(cf.replica))
 	pollDone := make(chan struct{})
 	go func() {
 		defer close(pollDone)
-		engine.RunScheduler(ctx, sf.pollEvery)
+		runPoller(ctx, log, engine, store, holder, sf.pollEvery)
 	}()
 	if sf.gcEvery > 0 {
-		go runGC(ctx, log, store, gcNames, sf.gcEvery, sf.gcPolicy())
+		go runGC(ctx, log, store, holder, gcNames, sf.gcEvery, sf.gcPolicy())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -313,7 +316,7 @@ func (f *serveFlags) gcPolicy() catalog.GCOptions {
 
 // runGC deletes, every interval, content that no configured catalog
 // needs any more, with the default keep and grace policy.
-func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs func() ([]string, bool), every time.Duration, policy catalog.GCOptions) {
+func runGC(ctx context.Context, log *slog.Logger, store storage.Store, h catalog.LeaseHolder, catalogs func() ([]string, bool), every time.Duration, policy catalog.GCOptions) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -321,6 +324,9 @@ func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if !myTurn(ctx, log, store, turnGC, h, every) {
+			continue
 		}
 		// Read the set right before each run, so a catalog created since
 		// the last one is not taken for a deleted one.

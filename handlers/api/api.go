@@ -81,6 +81,7 @@ type Handler struct {
 	contentPath  string
 	tokenSum     *[sha256.Size]byte
 	readyTimeout time.Duration
+	readyCheck   func() error
 	metrics      http.Handler
 	spec         []byte
 	root         chi.Router
@@ -117,6 +118,11 @@ func WithToken(token string) Option {
 		h.tokenSum = &sum
 	}
 }
+
+// WithReadyCheck adds a condition to /readyz besides the store (e.g. the
+// ClusterCatalog informer has synced); its error text is served, so it
+// must name no secret.
+func WithReadyCheck(f func() error) Option { return func(h *Handler) { h.readyCheck = f } }
 
 // WithReadyTimeout bounds how long /readyz waits for the store
 // (DefaultReadyTimeout otherwise).

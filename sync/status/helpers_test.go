@@ -250,7 +250,7 @@ func newService(t testing.TB, c *cluster, r *registry, mine func(string) bool, e
 		case s.kick <- struct{}{}:
 		default:
 		}
-	}), WithWatchBackoff(csync.Backoff{Min: 100 * time.Millisecond, Max: time.Second}), WithSourceLogger(testLogger(t)))
+	}), WithSourceLogger(testLogger(t)))
 	w, err := NewWriter(c.dyn, s.src, r.store, testBaseURL,
 		WithApplyBackoff(csync.Backoff{Min: 100 * time.Millisecond, Max: time.Second}), WithWriterLogger(testLogger(t)))
 	if err != nil {
