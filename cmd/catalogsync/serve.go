@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -102,8 +103,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	store = m.Store(store)
 	defer closeStore(store)
 	// Refuse to start on a store that cannot be read: better now than at
-	// the first sync.
-	if _, err := store.List(ctx, "catalogs/"); err != nil {
+	// the first sync. One Stat of a key that never exists (as /readyz),
+	// not a List of every stored object: a process started for a request
+	// waits for this.
+	if _, err := store.Stat(ctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return fmt.Errorf("store %s is not usable: %w", dir, err)
 	}
 	// The content handler is made after the pipeline, which tells it of

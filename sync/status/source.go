@@ -159,8 +159,16 @@ func (s *Source) subscribe(f func(name string)) {
 // WaitForSync blocks until the informer's first complete list, or ctx
 // ends.
 func (s *Source) WaitForSync(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), s.inf.HasSynced) {
-		return fmt.Errorf("%w: %w", ErrNotSynced, context.Cause(ctx))
+	// Polled every few milliseconds, not cache.WaitForCacheSync's 100: a
+	// process started for a request (scale from zero) waits for this.
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for !s.inf.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ErrNotSynced, context.Cause(ctx))
+		case <-t.C:
+		}
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/catalogsync/catalogsync/test/servers"
 )
 
 // activator stands in for Knative's: it listens where the service's
@@ -144,6 +146,7 @@ func (a *activator) begin() (chan struct{}, error) {
 	cmd := exec.Command(a.bin, append([]string{"serve", "--addr", a.target}, a.args...)...)
 	cmd.Env = append(os.Environ(), a.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = servers.ChildProcAttr()
 	a.execAt = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -215,12 +218,7 @@ func (a *activator) stopIfIdle() {
 		a.mu.Unlock()
 		return
 	}
-	a.mu.Lock()
-	idle := a.inflight == 0
-	a.mu.Unlock()
-	if idle {
-		a.stop()
-	}
+	a.stopWhen(func() bool { return a.inflight == 0 })
 }
 
 // syncing asks the service whether a sync runs.
@@ -236,15 +234,23 @@ func (a *activator) syncing() bool {
 }
 
 // stop ends the process (SIGTERM, then SIGKILL after 10 s) and waits.
-func (a *activator) stop() {
+// It holds the lock throughout: a request arriving meanwhile waits, and
+// starts a new process only once this one is gone.
+func (a *activator) stop() { a.stopWhen(func() bool { return true }) }
+
+// stopWhen stops the process if ok, checked under the same lock.
+func (a *activator) stopWhen(ok func() bool) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !ok() {
+		return
+	}
 	cmd, exited := a.cmd, a.exited
 	a.cmd = nil
 	if a.timer != nil {
 		a.timer.Stop()
 		a.timer = nil
 	}
-	a.mu.Unlock()
 	if cmd == nil {
 		return
 	}
