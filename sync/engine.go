@@ -293,7 +293,10 @@ func (e *Engine) run(ctx context.Context, c Catalog, op *Operation) {
 	// catalog while it waits for a slot and the registry's rate.
 	ctx, release, err := e.pl.HoldLease(ctx, c.Name, e.observers)
 	if err != nil {
-		se, _ := AsError(err)
+		se, ok := AsError(err)
+		if !ok {
+			se = &Error{Phase: PhaseResolving, Reason: ReasonInternal, Retryable: true, Err: err}
+		}
 		e.finish(c, op, Result{}, se)
 		return
 	}

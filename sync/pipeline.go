@@ -173,7 +173,11 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 		// The sync lease, unless the caller (the engine) holds it already.
 		lctx, release, err := p.HoldLease(ctx, c.Name, obs)
 		if err != nil {
-			se, _ := AsError(err)
+			se, ok := AsError(err)
+			if !ok {
+				se = &Error{Phase: PhaseResolving, Reason: ReasonInternal, Retryable: true, Err: err}
+				err = se
+			}
 			res = Result{Catalog: c.Name, Image: c.Image, Phases: map[Phase]time.Duration{}}
 			newReporter(c.Name, p.now, obs).emit(Event{Phase: PhaseFailed, Err: se})
 			return res, err
