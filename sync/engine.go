@@ -290,16 +290,26 @@ func (e *Engine) startLocked(c Catalog, st *catalogState) {
 }
 
 func (e *Engine) run(ctx context.Context, c Catalog, op *Operation) {
+	// The sync lease first, so that this replica alone reports the
+	// catalog while it waits for a slot and the registry's rate.
+	ctx, release, err := e.pl.HoldLease(ctx, c.Name, e.observers)
+	if err != nil {
+		se, ok := AsError(err)
+		if !ok {
+			se = &Error{Phase: PhaseResolving, Reason: ReasonInternal, Retryable: true, Err: err}
+		}
+		e.finish(c, op, Result{}, se)
+		return
+	}
+	defer release()
 	// Wait for a slot and the registry's rate while staying "Queued" to
 	// the outside; the operation cannot be lost while it waits.
-	select {
-	case e.slots <- struct{}{}:
-	case <-ctx.Done():
-		e.finish(c, op, Result{}, &Error{Phase: PhaseResolving, Reason: ReasonCanceled, Retryable: true, Err: ctx.Err()})
+	if err := e.waitSlot(ctx, c); err != nil {
+		e.finish(c, op, Result{}, &Error{Phase: PhaseResolving, Reason: ReasonCanceled, Retryable: true, Err: err})
 		return
 	}
 	defer func() { <-e.slots }()
-	if err := e.limiter(c.Image).Wait(ctx); err != nil {
+	if err := e.waitRate(ctx, c); err != nil {
 		e.finish(c, op, Result{}, &Error{Phase: PhaseResolving, Reason: ReasonCanceled, Retryable: true, Err: err})
 		return
 	}

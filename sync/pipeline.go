@@ -173,6 +173,26 @@ func NewPipeline(src *source.Source, store storage.Store, opts ...PipelineOption
 // Run syncs one catalog and reports progress to obs. What was published
 // before stays published unless Run publishes a complete new catalog.
 func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Result, err error) {
+	if catalog.ValidName(c.Name) {
+		// The sync lease, unless the caller (the engine) holds it already.
+		lctx, release, err := p.HoldLease(ctx, c.Name, obs)
+		if err != nil {
+			se, ok := AsError(err)
+			if !ok {
+				se = &Error{Phase: PhaseResolving, Reason: ReasonInternal, Retryable: true, Err: err}
+				err = se
+			}
+			res = Result{Catalog: c.Name, Image: c.Image, Phases: map[Phase]time.Duration{}}
+			newReporter(c.Name, p.now, obs).emit(Event{Phase: PhaseFailed, Err: se})
+			return res, err
+		}
+		defer release()
+		ctx = lctx
+	}
+	return p.run(ctx, c, obs...)
+}
+
+func (p *Pipeline) run(ctx context.Context, c Catalog, obs ...Observer) (res Result, err error) {
 	rep := newReporter(c.Name, p.now, obs)
 	defer rep.close()
 	start := p.now()
@@ -248,25 +268,13 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 		return reuse(meta)
 	}
 
-	// Replicas sharing the store all hear the same webhook: one pulls,
-	// the others wait for its content instead of writing it again.
-	lease, stored, err := p.lease(ctx, c.Name, resolved.Digest)
-	if err != nil {
-		return res, err
-	}
-	if lease == nil {
-		return reuse(stored)
-	}
-	defer lease.Release(ctx)
-	lctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(lease.Context(), func() { cancel(context.Cause(lease.Context())) })
-	defer stop()
-
-	meta, pulled, err := p.pull(lctx, c, resolved, rep, phase)
+	// Replicas sharing the store all hear the same webhook: the one
+	// holding the sync lease (taken in Run) pulls; the others wait for it
+	// and then find the digest published.
+	meta, pulled, err := p.pull(ctx, c, resolved, rep, phase)
 	res.BytesPulled = pulled
 	if err != nil {
-		if cause := context.Cause(lctx); errors.Is(cause, catalog.ErrLeaseLost) && ctx.Err() == nil {
+		if cause := context.Cause(ctx); errors.Is(cause, catalog.ErrLeaseLost) {
 			return res, storageError(PhasePulling, cause)
 		}
 		return res, err
@@ -281,45 +289,6 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 	res.Action, res.Meta = ActionPublished, meta
 	p.recordPoll(ctx, c.Name, poll)
 	return res, nil
-}
-
-// lease takes the catalog's sync lease, waiting while another replica
-// holds it. It returns no lease, and the content's meta, when the digest's
-// content appeared meanwhile (the other replica wrote it).
-func (p *Pipeline) lease(ctx context.Context, name, digest string) (*catalog.Lease, catalog.Meta, error) {
-	logged := false
-	for {
-		l, holder, err := catalog.AcquireLease(ctx, p.store, name, digest, p.holder, p.leaseTTL)
-		if err == nil {
-			// The previous holder may have written this very digest
-			// between our first look and now.
-			meta, ok, err := catalog.HasContent(ctx, p.store, name, digest)
-			if err != nil || ok {
-				l.Release(ctx)
-				if err != nil {
-					return nil, catalog.Meta{}, storageError(PhasePulling, err)
-				}
-				return nil, meta, nil
-			}
-			return l, catalog.Meta{}, nil
-		}
-		if !errors.Is(err, catalog.ErrLeaseHeld) {
-			return nil, catalog.Meta{}, storageError(PhasePulling, err)
-		}
-		if !logged {
-			p.log.Info("another replica is syncing this catalog; waiting for it", "catalog", name,
-				"replica", holder.Replica, "itsDigest", holder.Digest, "digest", digest)
-			logged = true
-		}
-		if meta, ok, err := catalog.HasContent(ctx, p.store, name, digest); err == nil && ok {
-			return nil, meta, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, catalog.Meta{}, &Error{Phase: PhasePulling, Reason: ReasonCanceled, Retryable: true, Err: ctx.Err()}
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 // defaultReplica names this replica when WithReplica is not given: the pod

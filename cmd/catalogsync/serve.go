@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -125,8 +126,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	store = m.Store(store)
 	defer closeStore(store)
 	// Refuse to start on a store that cannot be read: better now than at
-	// the first sync.
-	if _, err := store.List(ctx, "catalogs/"); err != nil {
+	// the first sync. One Stat of a key that never exists (as /readyz),
+	// not a List of every stored object: a process started for a request
+	// waits for this.
+	if _, err := store.Stat(ctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return fmt.Errorf("store %s is not usable: %w", dir, err)
 	}
 	// The content handler is made after the pipeline, which tells it of
@@ -190,7 +193,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 				log.Debug("clustercatalog change not synced", "catalog", name, "err", err)
 			}
 		}))
-		if ccWriter, err = status.NewWriter(dyn, ccSrc, store, sf.baseURL, status.WithWriterLogger(log)); err != nil {
+		if ccWriter, err = status.NewWriter(dyn, ccSrc, store, sf.baseURL, status.WithWriterLogger(log),
+			status.WithWriterReplica(replicaID(cf.replica)), status.WithLeftAlone(m.LeftAlone())); err != nil {
 			return fmt.Errorf("--clustercatalogs needs --base-url: %w", err)
 		}
 		set, gcNames = ccSrc, ccSrc.Names
@@ -215,7 +219,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	api.New(engine, set, store,
 		api.WithLogger(log), api.WithToken(apiToken), api.WithOpen(sf.apiOpen), api.WithBaseURL(sf.baseURL),
-		api.WithMetrics(m.Handler()),
+		api.WithMetrics(m.Handler()), api.WithReadyCheck(informerSynced(ccSrc)),
 	).Mount(r) // /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics
 	// Only catalogs of the set are looked up in the store: a flood of
 	// random names costs no store operation.
@@ -266,12 +270,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("clustercatalogs: %w", err)
 		}
 	}
+	// Polls and GC are cluster-wide: replicas sharing the store take turns.
+	holder := clusterHolder(replicaID(cf.replica))
 	pollDone := make(chan struct{})
 	go func() {
 		defer close(pollDone)
-		engine.RunScheduler(ctx, sf.pollEvery)
+		runPoller(ctx, log, engine, store, holder, sf.pollEvery)
 	}()
-	go runGC(ctx, log, store, gcNames, sf.gcEvery, sf.gcPolicy())
+	go runGC(ctx, log, store, holder, gcNames, sf.gcEvery, sf.gcPolicy())
 	errc := make(chan error, 1)
 	go func() { errc <- serveListener(ctx, srv, ln, tlsR) }()
 	select {
@@ -379,10 +385,11 @@ func (f *serveFlags) gcPolicy() catalog.GCOptions {
 }
 
 // runGC deletes, every interval, content that no configured catalog
-// needs any more, with the default keep and grace policy. Before each run,
+// needs any more, with the default keep and grace policy, on the turn of
+// one replica among those sharing the store. Before each run,
 // and even with GC disabled here (every <= 0), it marks the catalogs this
 // replica configures, so GC run by a replica with another list keeps them.
-func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs func() ([]string, bool), every time.Duration, policy catalog.GCOptions) {
+func runGC(ctx context.Context, log *slog.Logger, store storage.Store, h catalog.LeaseHolder, catalogs func() ([]string, bool), every time.Duration, policy catalog.GCOptions) {
 	age := policy.UnconfiguredAge
 	if age <= 0 {
 		age = catalog.DefaultUnconfiguredAge
@@ -403,8 +410,10 @@ func runGC(ctx context.Context, log *slog.Logger, store storage.Store, catalogs 
 				log.Warn("gc: marking configured catalogs", "err", err)
 			}
 			if every > 0 && time.Since(lastGC) >= every {
-				runGCOnce(ctx, log, store, names, policy)
 				lastGC = time.Now()
+				if myTurn(ctx, log, store, turnGC, h, every) {
+					runGCOnce(ctx, log, store, names, policy)
+				}
 			}
 		}
 		select {

@@ -83,6 +83,7 @@ type Handler struct {
 	tokenSum     *[sha256.Size]byte
 	open         bool
 	readyTimeout time.Duration
+	readyCheck   func() error
 	metrics      http.Handler
 	spec         []byte
 	root         chi.Router
@@ -123,6 +124,11 @@ func WithToken(token string) Option {
 // WithOpen(true) accepts POST requests without credentials when no token
 // is set: anyone who reaches the API can trigger syncs.
 func WithOpen(open bool) Option { return func(h *Handler) { h.open = open } }
+
+// WithReadyCheck adds a condition to /readyz besides the store (e.g. the
+// ClusterCatalog informer has synced); its error text is served, so it
+// must name no secret.
+func WithReadyCheck(f func() error) Option { return func(h *Handler) { h.readyCheck = f } }
 
 // WithReadyTimeout bounds how long /readyz waits for the store
 // (DefaultReadyTimeout otherwise).

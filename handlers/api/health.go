@@ -24,6 +24,14 @@ func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
 // readyz answers 200 when the store answers a Stat within the ready
 // timeout, 503 otherwise: without its store a replica can serve nothing.
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.readyCheck != nil {
+		if err := h.readyCheck(); err != nil {
+			h.log.Debug("api: not ready", "err", err)
+			w.Header().Set("Retry-After", "1")
+			writeProblem(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.readyTimeout)
 	defer cancel()
 	_, err := h.store.Stat(ctx, readyKey)

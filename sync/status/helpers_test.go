@@ -219,6 +219,23 @@ type service struct {
 	changed map[string]int
 	done    []syncDone
 	kick    chan struct{}
+	logBuf  strings.Builder
+}
+
+// logs returns what the service's Writer logged.
+func (s *service) logs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logBuf.String()
+}
+
+type serviceLog struct{ s *service }
+
+func (l serviceLog) Write(b []byte) (int, error) {
+	l.s.t.Log(strings.TrimRight(string(b), "\n"))
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.s.logBuf.Write(b)
 }
 
 type syncDone struct {
@@ -250,9 +267,10 @@ func newService(t testing.TB, c *cluster, r *registry, mine func(string) bool, e
 		case s.kick <- struct{}{}:
 		default:
 		}
-	}), WithWatchBackoff(csync.Backoff{Min: 100 * time.Millisecond, Max: time.Second}), WithSourceLogger(testLogger(t)))
+	}), WithSourceLogger(testLogger(t)))
 	w, err := NewWriter(c.dyn, s.src, r.store, testBaseURL,
-		WithApplyBackoff(csync.Backoff{Min: 100 * time.Millisecond, Max: time.Second}), WithWriterLogger(testLogger(t)))
+		WithApplyBackoff(csync.Backoff{Min: 100 * time.Millisecond, Max: time.Second}),
+		WithWriterLogger(slog.New(slog.NewTextHandler(serviceLog{s}, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,3 +177,19 @@ func truncate(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// waitMessage says what a sync that has not started waits for, e.g.
+// "Waiting for replica catalogsync-1, which holds the sync lease (not
+// renewed since 07:50:01Z; it lapses at 07:50:13Z)".
+func waitMessage(w csync.Wait) string {
+	switch w.Reason {
+	case csync.WaitLease:
+		return fmt.Sprintf("Waiting for replica %s, which holds the sync lease (not renewed since %s; it lapses at %s)",
+			w.Holder, w.Renewed.UTC().Format("15:04:05Z"), w.Until.UTC().Format("15:04:05Z"))
+	case csync.WaitSlot:
+		return "Waiting for a free sync slot (" + w.Detail + ")"
+	case csync.WaitRate:
+		return "Waiting for the start-rate limit of registry " + w.Detail
+	}
+	return "Waiting (" + string(w.Reason) + ")"
+}

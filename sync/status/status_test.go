@@ -251,7 +251,8 @@ func testBlocked(t *testing.T, c *cluster, r *registry) {
 	if !s.src.Available("pinned") {
 		t.Error("Available(pinned) is false while the previous content is served")
 	}
-	if d := s.syncs("pinned"); len(d) != 2 {
+	// The status is written before the sync returns (its lease waits for it).
+	if d := s.waitSyncs("pinned", 2, 30*time.Second); len(d) != 2 {
 		t.Errorf("%d syncs, want 2", len(d))
 	} else if se, ok := csync.AsError(d[1].err); !ok || se.Retryable {
 		t.Errorf("second sync: %v, want a terminal failure", d[1].err)

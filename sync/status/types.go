@@ -18,6 +18,8 @@ package status
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,12 +134,45 @@ type object struct {
 	rv      string
 	labeled bool
 	status  *Status // nil when the object has no status, or it does not parse
+	// progressOwner is the field manager owning the Progressing condition.
+	progressOwner string
+	// other says why another controller (catalogd) manages the object,
+	// "" when none does.
+	other string
+}
+
+// CatalogdFinalizer is the finalizer catalogd adds to every ClusterCatalog
+// it serves (operator-controller, internal/catalogd/controllers/core:
+// fbcDeletionFinalizer).
+const CatalogdFinalizer = "olm.operatorframework.io/delete-server-cache"
+
+// managedBy reads, from the finalizers and managedFields, whether catalogd
+// manages u, and which manager owns its Progressing condition.
+func managedBy(u *unstructured.Unstructured) (other, progressOwner string) {
+	if slices.Contains(u.GetFinalizers(), CatalogdFinalizer) {
+		other = "finalizer " + CatalogdFinalizer
+	}
+	for _, mf := range u.GetManagedFields() {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		owns := strings.Contains(string(mf.FieldsV1.Raw), `k:{\"type\":\"Progressing\"}`)
+		if owns && (progressOwner == "" || mf.Operation == metav1.ManagedFieldsOperationApply) {
+			progressOwner = mf.Manager
+		}
+		// catalogd writes its status with Update as its binary's name.
+		if other == "" && mf.Subresource == "status" && strings.Contains(mf.Manager, "catalogd") {
+			other = "status field manager " + mf.Manager
+		}
+	}
+	return other, progressOwner
 }
 
 // parseObject reads the fields the service uses. A malformed spec is an
 // error: the apiserver validates the CRD, so it means a different schema.
 func parseObject(u *unstructured.Unstructured) (object, error) {
 	o := object{rv: u.GetResourceVersion()}
+	o.other, o.progressOwner = managedBy(u)
 	o.cat.Name = u.GetName()
 	o.cat.Generation = u.GetGeneration()
 	o.labeled = u.GetLabels()[MetadataNameLabel] == u.GetName()

@@ -1,21 +1,25 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	stdsync "sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
@@ -31,32 +35,43 @@ var (
 )
 
 // Writer reports syncs in ClusterCatalog status. It implements
-// sync.Observer: give it to every sync (the engine's observers). It
-// applies the status with server-side apply on the status subresource,
-// only when something changed, and at most about once per MinInterval per
-// catalog while a phase reports bytes; a new phase or the end of a sync
-// is written at once. It never blocks the sync: events update the desired
-// status in memory and a goroutine per catalog applies the latest one,
-// retrying with backoff while the apiserver fails, so the status catches
-// up when it is back. Serving is read from storage (the published
-// pointer), never inferred from earlier status.
+// sync.Observer (and sync.WaitObserver, sync.Flusher): give it to every
+// sync (the engine's observers). Events update each catalog's desired
+// status in memory and queue the catalog on a client-go rate-limited
+// workqueue; a fixed number of workers apply it with server-side apply on
+// the status subresource, only when something changed, and at most about
+// once per MinInterval per catalog while a phase reports bytes. A failed
+// apply is retried with the queue's per-item backoff; it never holds up a
+// sync.
+//
+// Two field managers share the status. The Progressing condition is this
+// replica's (manager "<manager>/<replica>") and is written only for syncs
+// this process runs, which hold the catalog's sync lease: one writer at a
+// time. Serving, resolvedSource, urls and lastUnpacked follow from the
+// published pointer in storage, are the same whoever computes them
+// (manager "<manager>"), and any replica writes them. Every apply carries
+// the resourceVersion it was computed from, so a stale view is refused
+// (and recomputed) instead of moving the status back.
 type Writer struct {
 	res      dynamic.NamespaceableResourceInterface
 	src      *Source
 	store    storage.Store
 	baseURL  string
 	manager  string
+	replica  string
 	interval time.Duration
 	quiet    time.Duration
 	backoff  csync.Backoff
 	timeout  time.Duration
+	workers  int
 	log      *slog.Logger
 	now      func() time.Time
+	onOther  func(name, why string)
+
+	queue workqueue.TypedRateLimitingInterface[string]
 
 	mu      stdsync.Mutex
-	ctx     context.Context // set by Run; workers start then
-	closed  bool            // Run is returning
-	wg      stdsync.WaitGroup
+	running bool
 	entries map[string]*entry
 	stats   Stats
 }
@@ -64,10 +79,15 @@ type Writer struct {
 // Stats counts the Writer's requests.
 type Stats struct {
 	// Applies is how many status applies succeeded; Failures how many
-	// failed (each is retried).
-	Applies, Failures int64
+	// failed (each is retried); Conflicts how many were refused because
+	// the object had changed since it was read (recomputed, not counted
+	// as failures).
+	Applies, Failures, Conflicts int64
 	// Labels is how many label applies succeeded.
 	Labels int64
+	// LeftAlone counts catalogs found managed by another controller
+	// (catalogd), whose status this Writer does not touch.
+	LeftAlone int64
 }
 
 // WriterOption configures a Writer.
@@ -76,6 +96,16 @@ type WriterOption func(*Writer)
 // WithFieldManager sets the server-side apply field manager
 // (DefaultFieldManager otherwise).
 func WithFieldManager(m string) WriterOption { return func(w *Writer) { w.manager = m } }
+
+// WithWriterReplica names this replica in the manager of the Progressing
+// condition (default: the host name).
+func WithWriterReplica(id string) WriterOption {
+	return func(w *Writer) {
+		if id != "" {
+			w.replica = id
+		}
+	}
+}
 
 // WithMinInterval sets the least time between two applies of one catalog
 // that only update the same phase, e.g. byte counts (default 1 s).
@@ -89,15 +119,29 @@ func WithMinInterval(d time.Duration) WriterOption { return func(w *Writer) { w.
 func WithQuietPeriod(d time.Duration) WriterOption { return func(w *Writer) { w.quiet = d } }
 
 // WithApplyBackoff sets the retry delays after a failed apply (default
-// 200 ms to 5 s, with jitter).
+// 200 ms to 5 s).
 func WithApplyBackoff(b csync.Backoff) WriterOption { return func(w *Writer) { w.backoff = b } }
 
 // WithRequestTimeout bounds each request to the apiserver and to storage
 // (default 10 s).
 func WithRequestTimeout(d time.Duration) WriterOption { return func(w *Writer) { w.timeout = d } }
 
+// WithWorkers sets how many catalogs are written at once (default 4).
+func WithWorkers(n int) WriterOption {
+	return func(w *Writer) {
+		if n > 0 {
+			w.workers = n
+		}
+	}
+}
+
 // WithWriterLogger sets the logger.
 func WithWriterLogger(l *slog.Logger) WriterOption { return func(w *Writer) { w.log = l } }
+
+// WithLeftAlone calls f once when a catalog is found managed by another
+// controller (catalogd), with the reason; the Writer then leaves its
+// status alone. For a metric.
+func WithLeftAlone(f func(name, why string)) WriterOption { return func(w *Writer) { w.onOther = f } }
 
 // NewWriter returns a Writer for the ClusterCatalogs of src, reading
 // published pointers from store. baseURL is where this service serves
@@ -109,16 +153,19 @@ func NewWriter(client dynamic.Interface, src *Source, store storage.Store, baseU
 	if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: %q", ErrBaseURL, baseURL)
 	}
+	host, _ := os.Hostname()
 	w := &Writer{
 		res:      client.Resource(GVR),
 		src:      src,
 		store:    store,
 		baseURL:  strings.TrimRight(baseURL, "/"),
 		manager:  DefaultFieldManager,
+		replica:  cmp.Or(os.Getenv("POD_NAME"), host, "catalogsync"),
 		interval: time.Second,
 		quiet:    time.Second,
 		backoff:  csync.Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second},
 		timeout:  10 * time.Second,
+		workers:  4,
 		log:      slog.New(slog.DiscardHandler),
 		now:      time.Now,
 		entries:  map[string]*entry{},
@@ -126,33 +173,48 @@ func NewWriter(client dynamic.Interface, src *Source, store storage.Store, baseU
 	for _, fn := range opts {
 		fn(w)
 	}
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](w.backoff.Min, w.backoff.Max),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "clustercatalog-status"})
 	src.subscribe(w.sourceEvent)
 	return w, nil
 }
 
+// progressManager owns the Progressing condition this replica writes.
+func (w *Writer) progressManager() string { return w.manager + "/" + w.replica }
+
 // entry is the Writer's state of one catalog. Fields are guarded by
-// Writer.mu, except those the catalog's worker alone uses.
+// Writer.mu, except those marked worker-only: the workqueue hands a
+// catalog to one worker at a time.
 type entry struct {
 	name string
-	wake chan struct{}
 
-	started bool
-	kick    bool      // the apiserver answers again: skip the backoff
 	live    *progress // the running sync's latest state
+	waiting *progress // what a sync not started yet waits for
 	outcome *progress // how the last sync ended
 	// attemptGen and attemptStart are the generation the latest sync
-	// started at, and its first event's time.
+	// started at, and its first event's time; endedAt is when it ended
+	// and flushed how far the status has caught up with the ends.
 	attemptGen   int64
 	attemptStart time.Time
+	endedAt      time.Time
+	flushed      time.Time
+	// late: the sync ended but its end was not written before the lease
+	// went to the next holder; written only if nobody else wrote since.
+	late bool
 	// holdUntil delays showing a new sync of a settled catalog.
 	holdUntil time.Time
 	ptrStale  bool     // read the pointer again before rendering
 	applied   *Status  // the status the server has, as our last apply returned it
+	appliedRV string   // its resourceVersion
 	ours      []string // resourceVersions our applies produced
+	other     string   // why another controller manages it ("" if none)
+	waitShown bool     // a wait of the sync to come is on the status
 
 	labelDone bool // our label apply succeeded (reset when someone removes it)
 
-	// Worker only.
+	// Worker-only.
+	failures      int
 	ptr           pointerState
 	ptrFailures   int
 	labelFailures int
@@ -173,12 +235,16 @@ type progress struct {
 	key    string
 	digest string
 	failed bool
+	// upToDate: nothing happened; keep the message of the sync that did
+	// the work, as the status has it when written.
+	upToDate bool
 }
 
 type pointerState struct {
 	known  bool
 	exists bool
 	p      catalog.Pointer
+	readAt time.Time
 }
 
 // Stats returns the request counts so far.
@@ -188,29 +254,78 @@ func (w *Writer) Stats() Stats {
 	return w.stats
 }
 
-// Run applies status until ctx ends, then waits for its goroutines and
-// returns ctx's error.
+// Run applies status with the workers until ctx ends, then waits for them
+// and returns ctx's error.
 func (w *Writer) Run(ctx context.Context) error {
 	w.mu.Lock()
-	if w.ctx != nil {
+	if w.running {
 		w.mu.Unlock()
 		return ErrRunning
 	}
-	w.ctx = ctx
-	for _, en := range w.entries {
-		w.startLocked(en)
+	w.running = true
+	w.mu.Unlock()
+	var wg stdsync.WaitGroup
+	for range w.workers {
+		wg.Go(func() {
+			for w.processNext(ctx) {
+			}
+		})
 	}
-	w.mu.Unlock()
 	<-ctx.Done()
-	w.mu.Lock()
-	w.closed = true // no worker starts after this, so Wait is final
-	w.mu.Unlock()
-	w.wg.Wait()
+	w.queue.ShutDown()
+	wg.Wait()
 	return ctx.Err()
 }
 
-// Observe records a sync event; the catalog's worker applies it. It only
-// takes a lock, so it never holds up the sync.
+// processNext writes one queued catalog's status; false once the queue
+// is shut down.
+func (w *Writer) processNext(ctx context.Context) bool {
+	name, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(name)
+	o, ok := w.src.get(name)
+	if !ok {
+		w.mu.Lock()
+		delete(w.entries, name) // a catalog created again gets a new one
+		w.mu.Unlock()
+		w.queue.Forget(name)
+		return true
+	}
+	w.mu.Lock()
+	en := w.entryLocked(name)
+	w.mu.Unlock()
+	wait, err := w.step(ctx, en, o)
+	if ctx.Err() != nil {
+		return true
+	}
+	switch {
+	case errors.Is(err, errConflict):
+		// Our view was stale; the informer brings the newer one.
+		w.queue.AddRateLimited(name)
+	case err != nil:
+		// NotFound too: right after an apiserver restart the resource
+		// is not served yet. A real deletion reaches us through the
+		// informer.
+		en.failures++
+		w.logFailure(ctx, en.failures, "status update failed, retrying", "catalog", name, "err", err)
+		w.queue.AddRateLimited(name)
+	default:
+		if en.failures > 0 {
+			w.log.Info("status updated after failures", "catalog", name, "failures", en.failures)
+			en.failures = 0
+		}
+		w.queue.Forget(name)
+		if wait > 0 {
+			w.queue.AddAfter(name, wait)
+		}
+	}
+	return true
+}
+
+// Observe records a sync event; a worker applies it. It only takes a
+// lock, so it never holds up the sync.
 func (w *Writer) Observe(e csync.Event) {
 	o, ok := w.src.get(e.Catalog)
 	if !ok {
@@ -226,14 +341,17 @@ func (w *Writer) Observe(e csync.Event) {
 		// (each sync has its own delivery goroutine): it is superseded.
 		return
 	}
+	en.waiting = nil
 	if en.live == nil && !e.Terminal() {
 		// A new sync. If the catalog has settled at this generation, its
 		// first moments stay unshown: most repeats end within them.
 		en.attemptGen, en.attemptStart = cat.Generation, e.Time
-		en.holdUntil = time.Time{}
-		if settled, _ := w.settledLocked(en, o); settled {
+		en.holdUntil, en.late = time.Time{}, false
+		// After a wait was shown, the sync must show that it runs.
+		if settled, _ := w.settledLocked(en, o); settled && !en.waitShown {
 			en.holdUntil = now.Add(w.quiet)
 		}
+		en.waitShown = false
 	}
 	gen := cat.Generation
 	if en.live != nil {
@@ -245,14 +363,9 @@ func (w *Writer) Observe(e csync.Event) {
 		if e.Result != nil {
 			p.digest = e.Result.Digest
 			p.message = successMessage(e.Result)
-			if e.Result.Action == csync.ActionUpToDate {
-				// Nothing happened: keep saying what the last real sync did.
-				if prev := w.lastSuccessLocked(en, o); prev != "" && strings.Contains(prev, e.Result.Digest) {
-					p.message = prev
-				}
-			}
+			p.upToDate = e.Result.Action == csync.ActionUpToDate
 		}
-		en.outcome, en.live = p, nil
+		en.outcome, en.live, en.endedAt = p, nil, e.Time
 		en.ptrStale = true
 	case csync.PhaseFailed:
 		p := &progress{status: metav1.ConditionTrue, reason: ReasonRetrying, generation: gen, key: "failed", failed: true}
@@ -262,7 +375,7 @@ func (w *Writer) Observe(e csync.Event) {
 				p.status, p.reason = metav1.ConditionFalse, ReasonBlocked
 			}
 		}
-		en.outcome, en.live = p, nil
+		en.outcome, en.live, en.endedAt = p, nil, e.Time
 		en.ptrStale = true
 	default:
 		// The outcome before this sync gives the reason: the vocabulary
@@ -282,6 +395,61 @@ func (w *Writer) Observe(e csync.Event) {
 	w.signal(en)
 }
 
+// ObserveWait records that a sync waits (for a slot, the registry's rate,
+// or a lease whose holder stopped renewing it), so the status says so
+// within a second. A wait on a live holder's lease is not shown: the
+// holder reports the catalog.
+func (w *Writer) ObserveWait(wt csync.Wait) {
+	o, ok := w.src.get(wt.Catalog)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	en := w.entryLocked(wt.Catalog)
+	if wt.Over || (wt.Reason == csync.WaitLease && !wt.Stalled) {
+		if en.waiting != nil && (wt.Over || en.waiting.key == "wait/"+string(wt.Reason)) {
+			en.waiting = nil
+			w.signal(en)
+		}
+		return
+	}
+	_, failedBefore := w.settledLocked(en, o)
+	p := &progress{status: metav1.ConditionTrue, reason: ReasonSucceeded, generation: o.cat.Generation,
+		key: "wait/" + string(wt.Reason), message: waitMessage(wt)}
+	if failedBefore {
+		p.reason = ReasonRetrying
+	}
+	en.waiting = p
+	w.signal(en)
+}
+
+// Flush waits until the end of the catalog's last sync that ended at or
+// after since is on the status (or there is nothing to write), or ctx
+// ends; then the sync's lease may go to the next holder. A sync whose end
+// could not be written in time writes it later only if nobody else wrote
+// the condition meanwhile.
+func (w *Writer) Flush(ctx context.Context, name string, since time.Time) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		w.mu.Lock()
+		en := w.entries[name]
+		done := en == nil || en.other != "" || (!en.endedAt.IsZero() && !en.endedAt.Before(since) && !en.flushed.Before(en.endedAt))
+		if !done && ctx.Err() != nil && en.live == nil {
+			en.late = true
+		}
+		w.mu.Unlock()
+		if done || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
+
 // settledLocked reports whether the catalog's last sync ended at its
 // current generation (known from this process, or from the status a
 // previous one wrote), and whether that sync failed.
@@ -295,43 +463,24 @@ func (w *Writer) settledLocked(en *entry, o object) (settled, failed bool) {
 	return false, false
 }
 
-// lastSuccessLocked returns the message of the last successful sync, from
-// memory or from the status.
-func (w *Writer) lastSuccessLocked(en *entry, o object) string {
-	if en.outcome != nil {
-		if en.outcome.reason == ReasonSucceeded {
-			return en.outcome.message
-		}
-		return ""
-	}
-	if c := o.status.Condition(TypeProgressing); c != nil && c.Reason == ReasonSucceeded {
-		return c.Message
-	}
-	return ""
-}
-
-// sourceEvent hears of every change of a ClusterCatalog, and of the
-// apiserver answering again.
-func (w *Writer) sourceEvent(name string, ev sourceEvent) {
+// sourceEvent hears of every change of a ClusterCatalog (and resyncs).
+func (w *Writer) sourceEvent(name string) {
 	o, exists := w.src.get(name)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	en := w.entries[name]
 	if en == nil {
 		if !exists {
+			w.queue.Add(name) // let a worker forget it
 			return
 		}
 		en = w.entryLocked(name)
 	}
-	switch {
-	case ev == evReachable:
-		en.kick, en.ptrStale = true, true
-	case exists && !slices.Contains(en.ours, o.rv):
-		// Someone else wrote the object (a spec edit, another writer):
-		// compare with what the server has now, not with what we wrote.
-		en.applied = nil
-		// Re-read what is published too: level-based, on any outside
-		// change.
+	if exists && !slices.Contains(en.ours, o.rv) {
+		// Someone else wrote the object (a spec edit, another replica),
+		// or a resync: compare with what the server has now, and re-read
+		// what is published (level-based).
+		en.applied, en.appliedRV = nil, ""
 		en.ptrStale = true
 		if !o.labeled {
 			en.labelDone = false
@@ -343,123 +492,31 @@ func (w *Writer) sourceEvent(name string, ev sourceEvent) {
 func (w *Writer) entryLocked(name string) *entry {
 	en := w.entries[name]
 	if en == nil {
-		en = &entry{name: name, wake: make(chan struct{}, 1), ptrStale: true}
+		en = &entry{name: name, ptrStale: true}
 		w.entries[name] = en
-		if w.ctx != nil {
-			w.startLocked(en)
-		}
 	}
 	return en
 }
 
-func (w *Writer) startLocked(en *entry) {
-	if en.started || w.closed {
-		return
-	}
-	en.started = true
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		w.work(w.ctx, en)
-	}()
-}
+func (w *Writer) signal(en *entry) { w.queue.Add(en.name) }
 
-func (w *Writer) signal(en *entry) {
-	select {
-	case en.wake <- struct{}{}:
-	default:
-	}
-}
-
-// work applies the catalog's desired status whenever it changes, until
-// the catalog is gone or ctx ends.
-func (w *Writer) work(ctx context.Context, en *entry) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	failures := 0
-	var retryAt time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-en.wake:
-		case <-timer.C:
-		}
-		o, ok := w.src.get(en.name)
-		if !ok {
-			w.mu.Lock()
-			// Checked again under the lock: a catalog created again
-			// after this check finds no entry and gets a new one.
-			if _, back := w.src.get(en.name); back {
-				w.mu.Unlock()
-				w.signal(en)
-				continue
-			}
-			delete(w.entries, en.name)
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Lock()
-		kick := en.kick
-		en.kick = false
-		w.mu.Unlock()
-		now := w.now()
-		if now.Before(retryAt) && !kick {
-			timer.Reset(retryAt.Sub(now))
-			continue
-		}
-		wait, err := w.step(ctx, en, o)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			// NotFound too: right after an apiserver restart the resource
-			// is not served yet. A real deletion reaches us through the
-			// watch and ends this loop.
-			d := w.backoff.Delay(failures, 0)
-			failures++
-			retryAt = w.now().Add(d)
-			w.logFailure(ctx, failures, "status update failed, retrying", "catalog", en.name, "in", d.Round(time.Millisecond), "err", err)
-			timer.Reset(d)
-			continue
-		}
-		if failures > 0 {
-			w.log.Info("status updated after failures", "catalog", en.name, "failures", failures)
-		}
-		failures, retryAt = 0, time.Time{}
-		if wait > 0 {
-			timer.Reset(wait)
-		}
-	}
-}
+// errConflict: the object changed since the status was computed.
+var errConflict = errors.New("ClusterCatalog changed since it was read")
 
 // step brings one catalog's status up to date, or says how long to wait
 // before it may.
 func (w *Writer) step(ctx context.Context, en *entry, o object) (time.Duration, error) {
+	if w.leftAlone(ctx, en, o) {
+		return 0, nil
+	}
 	var wait time.Duration
 	soonest := func(d time.Duration) {
 		if d > 0 && (wait == 0 || d < wait) {
 			wait = d
 		}
 	}
-	w.mu.Lock()
-	readPtr := en.ptrStale
-	en.ptrStale = false
-	w.mu.Unlock()
-	if readPtr {
-		if err := w.readPointer(ctx, en); err != nil {
-			// Status still goes out with what is known; Serving waits.
-			w.mu.Lock()
-			en.ptrStale = true
-			w.mu.Unlock()
-			d := w.backoff.Delay(en.ptrFailures, 0)
-			en.ptrFailures++
-			w.logFailure(ctx, en.ptrFailures, "read published pointer", "catalog", en.name, "err", err)
-			soonest(d)
-		} else {
-			en.ptrFailures = 0
-		}
+	if d, err := w.refreshPointer(ctx, en); err != nil {
+		soonest(d)
 	}
 	w.mu.Lock()
 	needLabel := !o.labeled && !en.labelDone
@@ -480,38 +537,93 @@ func (w *Writer) step(ctx context.Context, en *entry, o object) (time.Duration, 
 
 	w.mu.Lock()
 	now := w.now()
-	desired, key, hold := w.renderLocked(en, o, now)
-	base := en.applied
+	base, rv := en.applied, en.appliedRV
 	if base == nil {
-		base = o.status
+		base, rv = o.status, o.rv
 	}
+	endedAt := en.endedAt
+	serv := w.renderServingLocked(en, o, base, now)
+	prog, key, hold := w.renderProgressLocked(en, o, base, now)
 	w.mu.Unlock()
 	soonest(hold)
-	if sameStatus(desired, base) {
-		en.appliedKey = key
-		return wait, nil
+
+	writeServ := !sameServing(serv, base)
+	if writeServ && digestOf(serv) != digestOf(base) && now.Sub(en.ptr.readAt) > time.Second {
+		// Before the digest on the status changes, read the pointer
+		// again: a view older than another replica's would move the
+		// status back.
+		w.mu.Lock()
+		en.ptrStale = true
+		w.mu.Unlock()
+		return time.Millisecond, nil
 	}
-	if key == en.appliedKey {
-		if next := en.appliedAt.Add(w.interval); now.Before(next) {
+	// Progressing first: a reader that sees the new Serving sees how the
+	// sync that made it ended.
+	if prog != nil && !sameProgressing(prog, base) {
+		if next := en.appliedAt.Add(w.interval); key == en.appliedKey && now.Before(next) {
 			soonest(next.Sub(now))
-			return wait, nil
+		} else {
+			got, err := w.apply(ctx, en, w.progressManager(), rv, &Status{Conditions: []metav1.Condition{*prog}})
+			if err != nil {
+				return 0, err
+			}
+			base, rv = got.status, got.rv
+			en.appliedAt = now
+			if strings.HasPrefix(key, "wait/") {
+				w.mu.Lock()
+				en.waitShown = true
+				w.mu.Unlock()
+			}
+			w.markFlushed(en, endedAt, key)
+		}
+	} else {
+		w.markFlushed(en, endedAt, key)
+	}
+	if writeServ {
+		// Computed against the status before our Progressing apply,
+		// which touched no field of it.
+		if _, err := w.apply(ctx, en, w.manager, rv, serv); err != nil {
+			return 0, err
 		}
 	}
-	got, err := w.applyStatus(ctx, en.name, desired)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err != nil {
-		w.stats.Failures++
-		return 0, err
-	}
-	w.stats.Applies++
-	en.applied = got.status
-	en.ours = append(en.ours, got.rv)
-	if len(en.ours) > 16 {
-		en.ours = en.ours[1:]
-	}
-	en.appliedKey, en.appliedAt = key, now
 	return wait, nil
+}
+
+// markFlushed notes that the status shows the state of key, and the end
+// of the sync that ended at endedAt if it has ended.
+func (w *Writer) markFlushed(en *entry, endedAt time.Time, key string) {
+	if key != "" {
+		en.appliedKey = key
+	}
+	w.mu.Lock()
+	if endedAt.After(en.flushed) {
+		en.flushed = endedAt
+	}
+	w.mu.Unlock()
+}
+
+// refreshPointer re-reads the published pointer when it is stale; on
+// failure it returns how long to wait before trying again.
+func (w *Writer) refreshPointer(ctx context.Context, en *entry) (time.Duration, error) {
+	w.mu.Lock()
+	readPtr := en.ptrStale
+	en.ptrStale = false
+	w.mu.Unlock()
+	if !readPtr {
+		return 0, nil
+	}
+	if err := w.readPointer(ctx, en); err != nil {
+		// Status still goes out with what is known; Serving waits.
+		w.mu.Lock()
+		en.ptrStale = true
+		w.mu.Unlock()
+		d := w.backoff.Delay(en.ptrFailures, 0)
+		en.ptrFailures++
+		w.logFailure(ctx, en.ptrFailures, "read published pointer", "catalog", en.name, "err", err)
+		return d, err
+	}
+	en.ptrFailures = 0
+	return 0, nil
 }
 
 // logFailure warns of the first failure of a series and of every 20th;
@@ -530,132 +642,215 @@ func (w *Writer) readPointer(ctx context.Context, en *entry) error {
 	p, _, err := catalog.Current(ctx, w.store, en.name)
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
-		en.ptr = pointerState{known: true}
+		en.ptr = pointerState{known: true, readAt: w.now()}
 	case err != nil:
 		return err
 	default:
-		en.ptr = pointerState{known: true, exists: true, p: p}
+		en.ptr = pointerState{known: true, exists: true, p: p, readAt: w.now()}
 	}
 	return nil
 }
 
-// renderLocked computes the status the catalog should have now, the key
-// of its Progressing state, and how long a new sync is still held back.
-func (w *Writer) renderLocked(en *entry, o object, now time.Time) (*Status, string, time.Duration) {
-	base := en.applied
-	if base == nil {
-		base = o.status
-	}
+// renderServingLocked computes the fields that follow from the published
+// pointer: the Serving condition, resolvedSource, urls and lastUnpacked.
+// Every replica computes the same, so any may write them.
+func (w *Writer) renderServingLocked(en *entry, o object, base *Status, now time.Time) *Status {
 	gen := o.cat.Generation
 	st := &Status{}
-	var prog, serv *metav1.Condition
-	var key string
-	var hold time.Duration
-	if o.cat.Unavailable() {
-		// As catalogd: done with what was asked, and not serving.
-		prog = &metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: msgUserUnavailable, ObservedGeneration: gen}
+	var serv *metav1.Condition
+	switch {
+	case o.cat.Unavailable():
+		// As catalogd: not serving, and no URL to read it from.
 		serv = &metav1.Condition{Type: TypeServing, Status: metav1.ConditionFalse, Reason: ReasonUserSpecifiedUnavailable, Message: msgUserUnavailable, ObservedGeneration: gen}
-		key = "unavailable"
-	} else {
-		p := en.outcome
-		if en.live != nil {
-			if now.Before(en.holdUntil) {
-				hold = en.holdUntil.Sub(now)
-			} else {
-				p = en.live
-			}
-		}
-		switch {
-		case p != nil:
-			prog = &metav1.Condition{Type: TypeProgressing, Status: p.status, Reason: p.reason, Message: p.message, ObservedGeneration: p.generation}
-			key = p.key
-		case base.Condition(TypeProgressing) != nil:
-			// Nothing new from this process: keep what is there, so the
-			// apply does not drop it.
-			c := *base.Condition(TypeProgressing)
-			prog = &c
-			key = "kept"
-		}
-		switch {
-		case en.ptr.exists:
-			serv = &metav1.Condition{Type: TypeServing, Status: metav1.ConditionTrue, Reason: ReasonAvailable,
-				Message: servingMessage(en.ptr.p.Digest, en.ptr.p.Ref), ObservedGeneration: gen}
-			st.ResolvedSource = &ResolvedSource{Type: SourceTypeImage, Image: &ResolvedImageSource{Ref: en.ptr.p.ResolvedRef}}
-			st.URLs = &URLs{Base: w.baseURL + "/catalogs/" + o.cat.Name}
-			t := metav1.NewTime(en.ptr.p.PublishedAt.UTC().Truncate(time.Second))
-			st.LastUnpacked = &t
-		case en.ptr.known:
-			serv = &metav1.Condition{Type: TypeServing, Status: metav1.ConditionFalse, Reason: ReasonUnavailable, Message: msgNotPublished, ObservedGeneration: gen}
-		case base.Condition(TypeServing) != nil:
-			c := *base.Condition(TypeServing)
-			serv = &c
-			st.ResolvedSource, st.URLs, st.LastUnpacked = base.ResolvedSource, base.URLs, base.LastUnpacked
-		}
+	case en.ptr.exists:
+		serv = &metav1.Condition{Type: TypeServing, Status: metav1.ConditionTrue, Reason: ReasonAvailable,
+			Message: servingMessage(en.ptr.p.Digest, en.ptr.p.Ref), ObservedGeneration: gen}
+		st.ResolvedSource = &ResolvedSource{Type: SourceTypeImage, Image: &ResolvedImageSource{Ref: en.ptr.p.ResolvedRef}}
+		st.URLs = &URLs{Base: w.baseURL + "/catalogs/" + o.cat.Name}
+		t := metav1.NewTime(en.ptr.p.PublishedAt.UTC().Truncate(time.Second))
+		st.LastUnpacked = &t
+	case en.ptr.known:
+		serv = &metav1.Condition{Type: TypeServing, Status: metav1.ConditionFalse, Reason: ReasonUnavailable, Message: msgNotPublished, ObservedGeneration: gen}
+	case base.Condition(TypeServing) != nil:
+		// The pointer could not be read: keep what is there, so the
+		// apply does not drop it.
+		c := *base.Condition(TypeServing)
+		serv = &c
+		st.ResolvedSource, st.URLs, st.LastUnpacked = base.ResolvedSource, base.URLs, base.LastUnpacked
 	}
-	for _, c := range []*metav1.Condition{prog, serv} {
-		if c == nil {
-			continue
-		}
-		// The transition time moves only when the status does.
-		if prev := base.Condition(c.Type); prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = prev.LastTransitionTime
-		} else if c.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
-		}
-		st.Conditions = append(st.Conditions, *c)
+	if serv != nil {
+		keepTransition(serv, base, now)
+		st.Conditions = append(st.Conditions, *serv)
 	}
-	return st, key, hold
+	return st
 }
 
-// ownedView is the part of a status the Writer owns, in a canonical form.
-type ownedView struct {
-	Progressing, Serving *metav1.Condition
-	ResolvedSource       *ResolvedSource
-	URLs                 *URLs
-	LastUnpacked         *metav1.Time
-}
-
-// sameStatus reports whether a and b agree on every field the Writer
-// owns; other writers' conditions and the order of the list do not count.
-func sameStatus(a, b *Status) bool {
-	view := func(s *Status) []byte {
-		var v ownedView
-		if s != nil {
-			v = ownedView{Progressing: s.Condition(TypeProgressing), Serving: s.Condition(TypeServing),
-				ResolvedSource: s.ResolvedSource, URLs: s.URLs, LastUnpacked: s.LastUnpacked}
-		}
-		b, _ := json.Marshal(v)
-		return b
+// renderProgressLocked computes the Progressing condition this replica
+// has to say, the key of its state, and how long a new sync is still held
+// back. It returns nil when this replica has nothing to say: no sync of
+// its own, or the end of its last one is written already (a later sync,
+// maybe another replica's, owns the condition since).
+func (w *Writer) renderProgressLocked(en *entry, o object, base *Status, now time.Time) (*metav1.Condition, string, time.Duration) {
+	gen := o.cat.Generation
+	if o.cat.Unavailable() {
+		// As catalogd: done with what was asked.
+		c := &metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: msgUserUnavailable, ObservedGeneration: gen}
+		keepTransition(c, base, now)
+		return c, "unavailable", 0
 	}
-	return string(view(a)) == string(view(b))
+	var p *progress
+	var hold time.Duration
+	if en.outcome != nil && en.flushed.Before(en.endedAt) {
+		p = en.outcome
+		if en.late && o.progressOwner != "" && o.progressOwner != w.progressManager() {
+			p = nil // the next holder wrote since: this end is old news
+		}
+	}
+	if en.waiting != nil {
+		p = en.waiting
+	}
+	if en.live != nil {
+		if now.Before(en.holdUntil) {
+			hold = en.holdUntil.Sub(now)
+		} else {
+			p = en.live
+		}
+	}
+	if p == nil {
+		return nil, "", hold
+	}
+	c := &metav1.Condition{Type: TypeProgressing, Status: p.status, Reason: p.reason, Message: p.message, ObservedGeneration: p.generation}
+	if p.upToDate {
+		// Nothing happened: keep saying what the sync that did the work
+		// said, as the status has it now.
+		if prev := base.Condition(TypeProgressing); prev != nil && prev.Reason == ReasonSucceeded &&
+			prev.ObservedGeneration == p.generation && strings.Contains(prev.Message, p.digest) &&
+			strings.HasPrefix(prev.Message, "Published ") {
+			c.Message = prev.Message
+		}
+	}
+	keepTransition(c, base, now)
+	return c, p.key, hold
 }
 
-func (w *Writer) applyStatus(ctx context.Context, name string, st *Status) (object, error) {
+// keepTransition moves a condition's transition time only when its
+// status changes.
+func keepTransition(c *metav1.Condition, base *Status, now time.Time) {
+	if prev := base.Condition(c.Type); prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = prev.LastTransitionTime
+	} else if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
+	}
+}
+
+// servingView is the part of a status that follows from the pointer, in
+// a canonical form.
+type servingView struct {
+	Serving        *metav1.Condition
+	ResolvedSource *ResolvedSource
+	URLs           *URLs
+	LastUnpacked   *metav1.Time
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// sameServing reports whether a and b agree on the fields that follow
+// from the pointer; other conditions and the order of the list do not
+// count.
+func sameServing(a, b *Status) bool {
+	view := func(s *Status) servingView {
+		if s == nil {
+			return servingView{}
+		}
+		return servingView{s.Condition(TypeServing), s.ResolvedSource, s.URLs, s.LastUnpacked}
+	}
+	return jsonOf(view(a)) == jsonOf(view(b))
+}
+
+func sameProgressing(c *metav1.Condition, b *Status) bool {
+	return jsonOf(c) == jsonOf(b.Condition(TypeProgressing))
+}
+
+// digestOf is the resolved reference a status names ("" if none).
+func digestOf(s *Status) string {
+	if s == nil || s.ResolvedSource == nil || s.ResolvedSource.Image == nil {
+		return ""
+	}
+	return s.ResolvedSource.Image.Ref
+}
+
+// apply applies st as manager, on the condition that the object is still
+// at resourceVersion rv (when known).
+func (w *Writer) apply(ctx context.Context, en *entry, manager, rv string, st *Status) (object, error) {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
 	if err != nil {
-		return object{}, fmt.Errorf("status of %s: %w", name, err)
+		return object{}, fmt.Errorf("status of %s: %w", en.name, err)
+	}
+	meta := map[string]any{"name": en.name}
+	if rv != "" {
+		meta["resourceVersion"] = rv
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": apiVersion,
 		"kind":       kind,
-		"metadata":   map[string]any{"name": name},
+		"metadata":   meta,
 		"status":     raw,
 	}}
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	// Force: the status is this service's to write, as a controller's.
-	got, err := w.res.ApplyStatus(ctx, name, u, metav1.ApplyOptions{FieldManager: w.manager, Force: true})
-	if err != nil {
-		return object{}, fmt.Errorf("apply status of %s: %w", name, err)
+	// Force: these fields are this service's to write, as a controller's.
+	got, err := w.res.ApplyStatus(ctx, en.name, u, metav1.ApplyOptions{FieldManager: manager, Force: true})
+	if err == nil {
+		var o object
+		if o, err = parseObject(got); err == nil {
+			if o.status == nil {
+				o.status = &Status{}
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.stats.Applies++
+			en.applied, en.appliedRV = o.status, o.rv
+			en.ours = append(en.ours, o.rv)
+			if len(en.ours) > 16 {
+				en.ours = en.ours[1:]
+			}
+			return o, nil
+		}
 	}
-	o, err := parseObject(got)
-	if err != nil {
-		return object{}, err
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if apierrors.IsConflict(err) {
+		w.stats.Conflicts++
+		en.applied, en.appliedRV = nil, ""
+		return object{}, fmt.Errorf("apply status of %s: %w", en.name, errConflict)
 	}
-	if o.status == nil {
-		o.status = &Status{}
+	w.stats.Failures++
+	return object{}, fmt.Errorf("apply status of %s: %w", en.name, err)
+}
+
+// leftAlone reports whether another controller (catalogd) manages the
+// catalog, saying so once; its status is then not written at all.
+func (w *Writer) leftAlone(ctx context.Context, en *entry, o object) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case o.other != "" && en.other == "":
+		en.other = o.other
+		w.stats.LeftAlone++
+		w.log.WarnContext(ctx, "ClusterCatalog is managed by catalogd too; leaving its status alone (its content is still served)",
+			"catalog", en.name, "why", o.other)
+		if w.onOther != nil {
+			w.onOther(en.name, o.other)
+		}
+	case o.other == "" && en.other != "":
+		en.other = ""
+		en.ptrStale = true
+		w.log.InfoContext(ctx, "ClusterCatalog no longer managed by catalogd; writing its status again", "catalog", en.name)
 	}
-	return o, nil
+	return en.other != ""
 }
 
 // applyLabel sets the metadata.name label, as catalogd's webhook does.

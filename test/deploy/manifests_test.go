@@ -357,4 +357,5 @@ var envFromElsewhere = map[string]string{
 	"AWS_ACCESS_KEY_ID":     "the AWS SDK's default credential chain (README, Configuration)",
 	"AWS_SECRET_ACCESS_KEY": "the AWS SDK's default credential chain (README, Configuration)",
 	"GOMEMLIMIT":            "the Go runtime's soft memory limit",
+	"POD_NAME":              "the default of --replica-id (serve -h names it as $POD_NAME)",
 }

@@ -5,8 +5,9 @@
 // repository. Each scenario is bounded in time.
 //
 // CATALOGSYNC_E2E_SOAK=<duration> lengthens the load scenario (default
-// 30 s); the 220 MB scenarios need the shared community-v4.21 catalog and
-// skip without it.
+// 30 s); CATALOGSYNC_E2E_COLDSTART=1 runs the scale-from-zero report; the
+// 220 MB scenarios need the shared community-v4.21 catalog (../shared, or
+// CATALOGSYNC_SHARED) and skip without it.
 package e2e
 
 import (

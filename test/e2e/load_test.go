@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"os"
@@ -80,7 +81,9 @@ func TestLoadDuringSyncAndStorm(t *testing.T) {
 }
 
 func sharedCommunityPath() string {
-	return root + "/../shared/testdata/fbc/community-v4.21/configs"
+	// CATALOGSYNC_SHARED names the shared folder where it is not beside
+	// the repository (a git worktree elsewhere).
+	return cmp.Or(os.Getenv("CATALOGSYNC_SHARED"), root+"/../shared") + "/testdata/fbc/community-v4.21/configs"
 }
 
 func storm(t *testing.T, s *stack, name, repoTag string) {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/status"
+)
+
+// Cluster-wide jobs: replicas sharing a store take turns (a lease in the
+// store, catalog.TakeTurn) so that N replicas do one GC pass and one
+// due-ness check per interval between them, not N.
+const (
+	turnGC   = "gc"
+	turnPoll = "poll"
+)
+
+// replicaID names this process in the store's leases: --replica-id, else
+// the pod name, else the host name.
+func replicaID(flag string) string {
+	host, _ := os.Hostname()
+	return cmp.Or(flag, os.Getenv("POD_NAME"), host, "catalogsync")
+}
+
+// clusterHolder is this process in cluster-wide leases.
+func clusterHolder(replica string) catalog.LeaseHolder {
+	return catalog.ThisProcess(replica)
+}
+
+// myTurn reports whether this replica does the named job this interval; a
+// store that fails to answer means no (the next interval retries).
+func myTurn(ctx context.Context, log *slog.Logger, store storage.Store, job string, h catalog.LeaseHolder, every time.Duration) bool {
+	ok, holder, err := catalog.TakeTurn(ctx, store, job, h, every)
+	switch {
+	case err != nil:
+		log.Warn("cluster lease", "job", job, "err", err)
+	case !ok:
+		log.Debug("another replica has this turn", "job", job, "replica", holder.Replica, "until", holder.Expires)
+	}
+	return ok
+}
+
+// poller is what runPoller needs of the engine.
+type poller interface {
+	PollDue(ctx context.Context) ([]string, error)
+}
+
+// runPoller checks which catalogs are due every interval (and at start),
+// when it is this replica's turn: the fallback for registries that send
+// no webhooks. With Knative's PingSource, the ping does the same.
+func runPoller(ctx context.Context, log *slog.Logger, e poller, store storage.Store, h catalog.LeaseHolder, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if myTurn(ctx, log, store, turnPoll, h, every) {
+			if due, err := e.PollDue(ctx); err != nil {
+				log.Warn("poll", "err", err)
+			} else if len(due) > 0 {
+				log.Debug("polling", "catalogs", due)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// informerSynced is the readiness check of ClusterCatalog mode: no
+// ClusterCatalogs listed yet means every trigger would be refused.
+func informerSynced(src *status.Source) func() error {
+	return func() error {
+		if src != nil && !src.Synced() {
+			return errNotListed
+		}
+		return nil
+	}
+}
+
+var errNotListed = errors.New("ClusterCatalogs not listed yet")

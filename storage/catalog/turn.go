@@ -1,0 +1,65 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage"
+)
+
+// turnRoot holds cluster-wide leases ("leases/gc", "leases/poll"): work
+// that replicas sharing a store do once per interval between them, not
+// once each. GC never looks there (it works under catalogs/).
+const turnRoot = "leases/"
+
+var turnName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// ErrInvalidTurn is returned for a lease name that is not a short
+// lower-case word.
+var ErrInvalidTurn = errors.New("invalid cluster lease name")
+
+// TurnKey is the object holding the named cluster-wide lease.
+func TurnKey(name string) string { return turnRoot + name }
+
+// TakeTurn claims the named cluster-wide job (e.g. "gc", "poll") for one
+// interval: with the same record and compare-and-swap as a catalog's sync
+// lease, it succeeds for the first replica that asks after the previous
+// turn's interval ended, and the lease then lasts every, unrenewed and
+// never released, so the others asking within it get false and the
+// holder's record. Replicas that each ask every interval so do the job
+// once per interval between them.
+func TakeTurn(ctx context.Context, s storage.Store, name string, h LeaseHolder, every time.Duration) (bool, LeaseRecord, error) {
+	if !turnName.MatchString(name) {
+		return false, LeaseRecord{}, fmt.Errorf("catalog: %q: %w", name, ErrInvalidTurn)
+	}
+	if every <= 0 {
+		return false, LeaseRecord{}, fmt.Errorf("catalog: lease %s: interval %v: %w", name, every, ErrInvalidTurn)
+	}
+	key := TurnKey(name)
+	cur, etag, err := readLease(ctx, s, key)
+	switch {
+	case errors.Is(err, storage.ErrNotExist):
+		etag = ""
+	case errors.Is(err, ErrCorrupt):
+		// Garbage is replaced under the same compare-and-swap.
+	case err != nil:
+		return false, LeaseRecord{}, err
+	case time.Now().Before(cur.Expires):
+		return false, cur, nil
+	}
+	// Slightly short of the interval: a replica asking exactly one
+	// interval later (its own ticker) gets the next turn.
+	rec := LeaseRecord{LeaseHolder: h, Expires: time.Now().Add(every - every/20)}
+	if _, err := s.PutIf(ctx, key, leaseData(rec), etag); err != nil {
+		if errors.Is(err, storage.ErrPrecondition) {
+			// Another replica took this turn between the read and the swap.
+			cur, _, _ := readLease(ctx, s, key)
+			return false, cur, nil
+		}
+		return false, LeaseRecord{}, fmt.Errorf("catalog: %s: %w", key, err)
+	}
+	return true, rec, nil
+}

@@ -1,0 +1,65 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/catalogsync/catalogsync/sync/source"
+)
+
+// waitShown is how long a sync waits for a slot or the registry's rate
+// before the wait is reported: most waits are shorter, and reporting them
+// would only churn the status.
+const waitShown = 250 * time.Millisecond
+
+// waitSlot takes one of the engine's sync slots, reporting the wait to
+// the observers if it lasts.
+func (e *Engine) waitSlot(ctx context.Context, c Catalog) error {
+	select {
+	case e.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(waitShown):
+	}
+	notifyWait(e.observers, Wait{Catalog: c.Name, Reason: WaitSlot, Detail: fmt.Sprintf("%d syncs running", cap(e.slots))})
+	defer notifyWait(e.observers, Wait{Catalog: c.Name, Reason: WaitSlot, Over: true})
+	select {
+	case e.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitRate waits for the registry's start rate, reporting the wait to the
+// observers if it lasts.
+func (e *Engine) waitRate(ctx context.Context, c Catalog) error {
+	l := e.limiter(c.Image)
+	r := l.Reserve()
+	if !r.OK() {
+		return fmt.Errorf("registry rate limit: burst 0")
+	}
+	d := r.Delay()
+	if d <= 0 {
+		return nil
+	}
+	if d >= waitShown {
+		host := "local"
+		if ref, err := source.ParseRef(c.Image); err == nil && ref.Registry != "" {
+			host = ref.Registry
+		}
+		notifyWait(e.observers, Wait{Catalog: c.Name, Reason: WaitRate, Detail: host, Until: time.Now().Add(d)})
+		defer notifyWait(e.observers, Wait{Catalog: c.Name, Reason: WaitRate, Over: true})
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		r.Cancel()
+		return ctx.Err()
+	}
+}
