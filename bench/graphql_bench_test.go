@@ -3,12 +3,12 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"github.com/catalogsync/catalogsync/test/servers"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,19 +17,8 @@ import (
 	"time"
 )
 
-// catalogdRef is catalogd's own storage and handler (../shared/tools/peers),
-// or $CATALOGSYNC_BENCH_PEERS/catalogd-ref.
-func catalogdRef(b *testing.B) string {
-	dir := os.Getenv("CATALOGSYNC_BENCH_PEERS")
-	if dir == "" {
-		dir = "../../shared/tools/peers"
-	}
-	p, _ := filepath.Abs(filepath.Join(dir, "catalogd-ref"))
-	if _, err := os.Stat(p); err != nil {
-		b.Skipf("catalogd-ref absent (../shared/tools/peers or CATALOGSYNC_BENCH_PEERS): %v", err)
-	}
-	return p
-}
+// catalogdRef is catalogd's own storage and handler (servers.Peer).
+func catalogdRef(b *testing.B) string { return servers.Peer(b, "catalogd-ref") }
 
 // gqlQueries are the measured queries; catalogd has no package argument.
 func gqlQueries(pkg string) map[string]string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/catalogsync/catalogsync/test/servers"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,30 +22,11 @@ import (
 // same run and the same way as catalogsync, so docs/benchmarks.md can
 // give each figure as a ratio to its peer. A user's clone has no peers:
 // the benchmarks skip.
-const (
-	peersDefault = "../../shared/tools/peers"
-	peersEnv     = "CATALOGSYNC_PEERS"
-)
-
 // peerCatalogs are the sizes the peers are compared on.
 var peerCatalogs = []string{"community-v4.21", "generated-x16"}
 
 // peer returns the path of a reference binary, skipping b without it.
-func peer(b *testing.B, name string) string {
-	b.Helper()
-	dir := peersDefault
-	if d := os.Getenv(peersEnv); d != "" {
-		dir = d
-	}
-	p, err := filepath.Abs(filepath.Join(dir, name))
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		b.Skipf("needs the reference binary %s from ../shared/tools/peers beside the repository (%s), which a user's clone lacks: %v", name, peersEnv, err)
-	}
-	return p
-}
+func peer(b *testing.B, name string) string { return servers.Peer(b, name) }
 
 // timed runs argv under GNU time and returns its wall time and peak RSS.
 // The RSS is the command's own: time forks it from a small process, where

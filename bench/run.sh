@@ -19,7 +19,7 @@
 # document says "skipped: …" where their figures would be
 # (CATALOGSYNC_BENCH_COMMUNITY=DIR, an absolute path, points elsewhere).
 # The peers step runs opm and catalogd-ref from ../shared/tools/peers on the
-# same catalogs (CATALOGSYNC_PEERS=DIR points elsewhere) and skips without
+# same catalogs (CATALOGSYNC_SHARED=DIR names the shared folder elsewhere) and skips without
 # them; it needs GNU time (/usr/bin/time, installed like wrk) and unshare.
 # Exits non-zero when a benchmark failed, after writing the document.
 set -euo pipefail

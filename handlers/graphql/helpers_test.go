@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/catalogsync/catalogsync/test/servers"
 	"io"
 	"log/slog"
 	"net"
@@ -33,27 +34,11 @@ import (
 // repoRoot is the repository root, from this package's directory.
 const repoRoot = "../.."
 
-// shared is the workplace's shared folder beside the repository, or
-// $CATALOGSYNC_SHARED (a git worktree elsewhere).
-func shared() string {
-	if d := os.Getenv("CATALOGSYNC_SHARED"); d != "" {
-		return d
-	}
-	return filepath.Join(repoRoot, "..", "shared")
-}
+// shared is the workplace's shared folder (servers.SharedDir).
+func shared() string { return servers.SharedDir() }
 
 // peer returns the path of a reference binary, or skips.
-func peer(t testing.TB, name string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join(shared(), "tools", "peers", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("reference binary %s absent (../shared/tools/peers): %v", name, err)
-	}
-	return p
-}
+func peer(t testing.TB, name string) string { return servers.Peer(t, name) }
 
 // fbcDir returns a catalog directory: testdata first, then ../shared.
 func fbcDir(t testing.TB, set string) string {

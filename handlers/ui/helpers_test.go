@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"github.com/catalogsync/catalogsync/test/servers"
 	"io"
 	"log/slog"
 	"net/http"
@@ -31,19 +32,9 @@ func repoRoot(t testing.TB) string {
 	return filepath.Join(wd, "../..")
 }
 
-// sharedDir is the workplace's shared data beside the repository
-// (../shared), or CATALOGSYNC_SHARED; "" when absent, and the test that
-// needs it skips.
-func sharedDir(t testing.TB) string {
-	d := os.Getenv("CATALOGSYNC_SHARED")
-	if d == "" {
-		d = filepath.Join(repoRoot(t), "../shared")
-	}
-	if _, err := os.Stat(d); err != nil {
-		return ""
-	}
-	return d
-}
+// sharedDir is the workplace's shared data (servers.SharedDir); "" when
+// absent, and the test that needs it skips.
+func sharedDir(testing.TB) string { return servers.SharedDir() }
 
 func newStore(t testing.TB) storage.Store {
 	t.Helper()

@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
+	"github.com/catalogsync/catalogsync/test/servers"
 	"net/http"
 	"os"
 	"strings"
@@ -83,7 +83,7 @@ func TestLoadDuringSyncAndStorm(t *testing.T) {
 func sharedCommunityPath() string {
 	// CATALOGSYNC_SHARED names the shared folder where it is not beside
 	// the repository (a git worktree elsewhere).
-	return cmp.Or(os.Getenv("CATALOGSYNC_SHARED"), root+"/../shared") + "/testdata/fbc/community-v4.21/configs"
+	return servers.SharedDir() + "/testdata/fbc/community-v4.21/configs"
 }
 
 func storm(t *testing.T, s *stack, name, repoTag string) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/catalogsync/catalogsync/test/servers"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,37 +19,12 @@ import (
 	"github.com/catalogsync/catalogsync/sync/fbc"
 )
 
-// peersDir finds ../shared/tools/peers beside the module root, or
-// $CATALOGSYNC_PEERS (a worktree outside the usual layout).
+// peersDir is the folder of the reference binaries (servers.Peer), or
+// skips.
 func peersDir(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("CATALOGSYNC_PEERS"); p != "" {
-		return checkPeers(t, p)
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("oracle: module root not found")
-		}
-		dir = parent
-	}
-	return checkPeers(t, filepath.Join(dir, "..", "shared", "tools", "peers"))
-}
-
-func checkPeers(t testing.TB, peers string) string {
-	for _, b := range []string{"opm", "catalogd-ref"} {
-		if _, err := os.Stat(filepath.Join(peers, b)); err != nil {
-			t.Skipf("oracle: reference binary %s not found in %s (a clone without ../shared/tools/peers): %v", b, peers, err)
-		}
-	}
-	return peers
+	servers.Peer(t, "catalogd-ref")
+	return filepath.Dir(servers.Peer(t, "opm"))
 }
 
 // verdict is what one side said about a catalog.
