@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -42,6 +43,13 @@ func storeArgs(b *testing.B, f *fixture, name, backend string) (args, env []stri
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("sync %s into %s: %v\n%s", name, backend, err, out)
 	}
+	// serve answers only for the catalogs it is configured with.
+	cfg := filepath.Join((&keepAlive{B: b}).TempDir(), "catalogsync.yaml")
+	body := fmt.Sprintf("registries:\n- {name: %q, plainHTTP: true}\ncatalogs:\n- {name: %q, image: %q}\n", f.registry.Host, name, img.ref)
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	args = append(slices.Clip(args), "--config", cfg)
 	stores[key] = args
 	return args, env
 }
