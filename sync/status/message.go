@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	csync "github.com/catalogsync/catalogsync/sync"
 )
@@ -69,7 +68,7 @@ func failureMessage(e *csync.Error) string {
 		b.WriteString(": ")
 		b.WriteString(Sanitize(e.Err.Error()))
 	}
-	return truncate(b.String(), maxMessage)
+	return csync.TruncateUTF8(b.String(), maxMessage)
 }
 
 func servingMessage(digest, ref string) string {
@@ -164,18 +163,6 @@ func Sanitize(msg string) string {
 	msg = tempDirRe.ReplaceAllString(msg, "<temp file>")
 	// Some clients end an error with the (here empty) response body.
 	return strings.TrimRight(reSpace.ReplaceAllString(msg, " "), ": ")
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // waitMessage says what a sync that has not started waits for, e.g.
