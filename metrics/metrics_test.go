@@ -22,7 +22,9 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -35,7 +37,7 @@ type service struct {
 	m      *metrics.Metrics
 	raw    *fs.Store
 	store  storage.Store
-	engine *csync.Engine
+	engine *engine.Engine
 	srv    *httptest.Server
 	digest string
 }
@@ -70,13 +72,13 @@ func newService(t *testing.T) *service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	set := csync.StaticCatalogs{
+	set := engine.StaticCatalogs{
 		{Name: "tiny", Image: reg.Host + "/tiny/catalog:v1"},
 		{Name: "down", Image: down + "/down/catalog:v1"},
 	}
-	eng := csync.NewEngine(csync.NewPipeline(src, store, csync.WithTempDir(t.TempDir())), set, store,
-		csync.WithSettle(0, 0), csync.WithObservers(m.SyncObserver()),
-		csync.WithBackoff(csync.Backoff{Min: time.Hour, Max: time.Hour}))
+	eng := engine.New(pipeline.New(src, store, pipeline.WithTempDir(t.TempDir())), set, store,
+		engine.WithSettle(0, 0), engine.WithObservers(m.SyncObserver()),
+		engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: time.Hour}))
 	ctx, cancel := context.WithCancel(context.Background())
 	eng.Start(ctx)
 	t.Cleanup(func() { cancel(); eng.Wait() })
@@ -109,7 +111,7 @@ func (s *service) get(t *testing.T, method, path string) (int, []byte) {
 }
 
 // syncNow triggers a sync through the API and waits for its end.
-func (s *service) syncNow(t *testing.T, name string) csync.Operation {
+func (s *service) syncNow(t *testing.T, name string) engine.Operation {
 	t.Helper()
 	op, err := s.engine.Trigger(context.Background(), name, "test")
 	if err != nil {
@@ -118,7 +120,7 @@ func (s *service) syncNow(t *testing.T, name string) csync.Operation {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		got, _ := s.engine.Operation(op.ID)
-		if got.State == csync.OpSucceeded || got.State == csync.OpFailed {
+		if got.State == engine.OpSucceeded || got.State == engine.OpFailed {
 			return got
 		}
 		if time.Now().After(deadline) {
@@ -199,11 +201,11 @@ func (s *service) eventually(t *testing.T, what string, check func(scraped) bool
 func TestMetricsAfterSync(t *testing.T) {
 	s := newService(t)
 	op := s.syncNow(t, "tiny")
-	if op.State != csync.OpSucceeded || op.Result.Action != csync.ActionPublished {
+	if op.State != engine.OpSucceeded || op.Result.Action != pipeline.ActionPublished {
 		t.Fatalf("sync %+v", op)
 	}
 	failed := s.syncNow(t, "down")
-	if failed.State != csync.OpFailed {
+	if failed.State != engine.OpFailed {
 		t.Fatalf("sync of an unreachable registry %+v", failed)
 	}
 	if code, _ := s.get(t, http.MethodGet, "/catalogs/tiny/api/v1/all"); code != http.StatusOK {
@@ -231,7 +233,7 @@ func TestMetricsAfterSync(t *testing.T) {
 	if v := sc.one(t, "catalogsync_syncs_total", map[string]string{"catalog": "tiny", "result": "Published", "reason": ""}).GetCounter().GetValue(); v != 1 {
 		t.Fatalf("published syncs %v", v)
 	}
-	if v := sc.one(t, "catalogsync_syncs_total", map[string]string{"catalog": "down", "result": "Failed", "reason": csync.ReasonRegistry}).GetCounter().GetValue(); v != 1 {
+	if v := sc.one(t, "catalogsync_syncs_total", map[string]string{"catalog": "down", "result": "Failed", "reason": pipeline.ReasonRegistry}).GetCounter().GetValue(); v != 1 {
 		t.Fatalf("failed syncs %v", v)
 	}
 	if v := sc.one(t, "catalogsync_syncs_in_progress", nil).GetGauge().GetValue(); v != 0 {
@@ -255,7 +257,7 @@ func TestMetricsAfterSync(t *testing.T) {
 			t.Fatalf("phase %s: largest bucket %v", ph, last)
 		}
 	}
-	for _, ph := range []csync.Phase{csync.PhaseResolving, csync.PhasePulling, csync.PhaseValidating, csync.PhaseIndexing, csync.PhasePublishing} {
+	for _, ph := range []pipeline.Phase{pipeline.PhaseResolving, pipeline.PhasePulling, pipeline.PhaseValidating, pipeline.PhaseIndexing, pipeline.PhasePublishing} {
 		if len(sc.find("catalogsync_sync_phase_duration_seconds", map[string]string{"phase": string(ph)})) != 1 {
 			t.Fatalf("no duration of phase %s", ph)
 		}

@@ -1,10 +1,10 @@
 package metrics
 
 import (
-	stdsync "sync"
+	"sync"
 	"time"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // ResultFailed is the result label of failed syncs; successful ones carry
@@ -16,13 +16,13 @@ const ResultFailed = "Failed"
 // the result (action, phase durations, bytes pulled); Failed events the
 // error's reason. A failed sync's phases are not recorded: only its total
 // duration, measured from its Resolving event.
-func (m *Metrics) SyncObserver() csync.Observer {
+func (m *Metrics) SyncObserver() pipeline.Observer {
 	return &syncObserver{m: m, starts: map[string][]time.Time{}}
 }
 
 type syncObserver struct {
 	m  *Metrics
-	mu stdsync.Mutex
+	mu sync.Mutex
 	// starts are the Resolving times of syncs not finished yet, oldest
 	// first, per catalog. Each sync's events come from a goroutine of its
 	// own, so the next sync's Resolving may arrive before the last one's
@@ -30,14 +30,14 @@ type syncObserver struct {
 	starts map[string][]time.Time
 }
 
-func (o *syncObserver) Observe(e csync.Event) {
+func (o *syncObserver) Observe(e pipeline.Event) {
 	switch e.Phase {
-	case csync.PhaseResolving:
+	case pipeline.PhaseResolving:
 		o.mu.Lock()
 		o.starts[e.Catalog] = append(o.starts[e.Catalog], e.Time)
 		o.mu.Unlock()
 		o.m.syncsRunning.Inc()
-	case csync.PhasePublished:
+	case pipeline.PhasePublished:
 		o.finished(e.Catalog)
 		if r := e.Result; r != nil {
 			o.m.syncs.WithLabelValues(e.Catalog, string(r.Action), "").Inc()
@@ -47,9 +47,9 @@ func (o *syncObserver) Observe(e csync.Event) {
 			}
 			o.m.bytesPulled.Add(float64(r.BytesPulled))
 		}
-	case csync.PhaseFailed:
+	case pipeline.PhaseFailed:
 		start, ok := o.finished(e.Catalog)
-		reason := csync.ReasonInternal
+		reason := pipeline.ReasonInternal
 		if e.Err != nil {
 			reason = e.Err.Reason
 		}

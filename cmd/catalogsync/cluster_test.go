@@ -5,7 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +19,7 @@ import (
 // store, by kind.
 type countingStore struct {
 	storage.Store
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	ops map[string]int
 }
 
@@ -72,7 +72,7 @@ func TestClusterJobsOncePerInterval(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	var polls countingPoller
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range 3 {
 		h := clusterHolder("replica-" + string(rune('a'+i)))

@@ -11,7 +11,8 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
@@ -70,7 +71,7 @@ func loadConfig(path string) (Config, error) {
 		if _, err := source.ParseRef(cat.Image); err != nil {
 			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
 		}
-		if _, err := csync.PollInterval(float64(cat.PollIntervalMinutes)); err != nil {
+		if _, err := engine.PollInterval(float64(cat.PollIntervalMinutes)); err != nil {
 			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
 		}
 	}
@@ -119,16 +120,16 @@ func fromEnv(v string) (string, error) {
 	return val, nil
 }
 
-func (c Config) catalogs() []csync.Catalog {
-	var out []csync.Catalog
+func (c Config) catalogs() []pipeline.Catalog {
+	var out []pipeline.Catalog
 	for _, cat := range c.Catalogs {
-		out = append(out, csync.Catalog{Name: cat.Name, Image: cat.Image, PollInterval: pollInterval(cat.PollIntervalMinutes)})
+		out = append(out, pipeline.Catalog{Name: cat.Name, Image: cat.Image, PollInterval: pollInterval(cat.PollIntervalMinutes)})
 	}
 	return out
 }
 
 // pollInterval is a checked config value (loadConfig refused bad ones).
 func pollInterval(minutes int) time.Duration {
-	d, _ := csync.PollInterval(float64(minutes))
+	d, _ := engine.PollInterval(float64(minutes))
 	return d
 }

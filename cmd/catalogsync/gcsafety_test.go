@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +17,7 @@ import (
 
 // lockedBuffer is a log sink serve may write while the test reads it.
 type lockedBuffer struct {
-	mu stdsync.Mutex
+	mu sync.Mutex
 	b  bytes.Buffer
 }
 

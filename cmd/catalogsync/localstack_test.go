@@ -9,7 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +33,7 @@ func TestLocalStack(t *testing.T) {
 	s3Env(t, m, bucket)
 
 	var (
-		mu     stdsync.Mutex
+		mu     sync.Mutex
 		events []event.Event
 	)
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

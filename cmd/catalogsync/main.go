@@ -28,7 +28,8 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
@@ -171,7 +172,7 @@ func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
 }
 
-func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...csync.PipelineOption) (*csync.Pipeline, *source.Source, error) {
+func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...pipeline.Option) (*pipeline.Pipeline, *source.Source, error) {
 	mirrors, err := c.registriesConf()
 	if err != nil {
 		return nil, nil, err
@@ -195,9 +196,9 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 			src.Close()
 			return nil, nil, err
 		}
-		opts = append(opts, csync.WithSignatureCheck(pol))
+		opts = append(opts, pipeline.WithSignatureCheck(pol))
 	}
-	return csync.NewPipeline(src, store, append([]csync.PipelineOption{csync.WithTempDir(c.tmpDir), csync.WithLogger(log), csync.WithReplica(c.replica)}, opts...)...), src, nil
+	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.tmpDir), pipeline.WithLogger(log), pipeline.WithReplica(c.replica)}, opts...)...), src, nil
 }
 
 func openStore(dir string) (storage.Store, string, error) {
@@ -263,7 +264,7 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer src.Close()
 
-	var obs csync.Observer
+	var obs pipeline.Observer
 	var done chan struct{}
 	if f, ok := unwrapWriter(stderr).(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		b := newBar(stderr)
@@ -272,7 +273,7 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		o := newLogObserver(log)
 		obs, done = o, o.done
 	}
-	res, err := pl.Run(ctx, csync.Catalog{Name: *name, Image: *image}, obs)
+	res, err := pl.Run(ctx, pipeline.Catalog{Name: *name, Image: *image}, obs)
 	// Let the last progress line print before the summary.
 	select {
 	case <-done:
@@ -285,14 +286,14 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // printSummary says what is stored, so a user sees where the catalog went.
-func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir string, res csync.Result) error {
+func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir string, res pipeline.Result) error {
 	fmt.Fprintf(w, "catalog %q: %s %s (%s)\n", res.Catalog, res.Action, res.Digest, res.Duration.Round(time.Millisecond))
 	fmt.Fprintf(w, "  image       %s\n  resolved    %s\n", res.Image, res.ResolvedRef)
 	m := res.Meta
 	fmt.Fprintf(w, "  objects     %d (%s)\n", m.Objects, formatCounts(m.Schemas))
 	fmt.Fprintf(w, "  size        %d bytes, sha256 %s\n", m.Size, m.SHA256)
 	var phases []string
-	for _, ph := range []csync.Phase{csync.PhaseResolving, csync.PhasePulling, csync.PhaseUnpacking, csync.PhaseValidating, csync.PhaseIndexing, csync.PhasePublishing} {
+	for _, ph := range []pipeline.Phase{pipeline.PhaseResolving, pipeline.PhasePulling, pipeline.PhaseUnpacking, pipeline.PhaseValidating, pipeline.PhaseIndexing, pipeline.PhasePublishing} {
 		if d, ok := res.Phases[ph]; ok {
 			phases = append(phases, fmt.Sprintf("%s %s", strings.ToLower(string(ph)), d.Round(time.Millisecond)))
 		}
@@ -373,10 +374,10 @@ func cmdPoll(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer src.Close()
-	engine := csync.NewEngine(pl, csync.StaticCatalogs(cfg.catalogs()), store)
+	eng := engine.New(pl, engine.StaticCatalogs(cfg.catalogs()), store)
 	var failed []string
 	for _, c := range cfg.catalogs() {
-		due, err := engine.Due(ctx, c)
+		due, err := eng.Due(ctx, c)
 		if err != nil {
 			failed = append(failed, c.Name)
 			fmt.Fprintf(stdout, "%s: %v\n", c.Name, err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // barObserver draws one self-rewriting line on a terminal.
@@ -19,8 +19,8 @@ type barObserver struct {
 
 func newBar(w io.Writer) *barObserver { return &barObserver{w: w, done: make(chan struct{})} }
 
-func (b *barObserver) Observe(e csync.Event) {
-	if e.Phase == csync.PhasePulling && e.BytesTotal > 0 && time.Since(b.last) < 50*time.Millisecond && e.BytesDone < e.BytesTotal {
+func (b *barObserver) Observe(e pipeline.Event) {
+	if e.Phase == pipeline.PhasePulling && e.BytesTotal > 0 && time.Since(b.last) < 50*time.Millisecond && e.BytesDone < e.BytesTotal {
 		return
 	}
 	b.last = time.Now()
@@ -43,8 +43,8 @@ func newLogObserver(l *slog.Logger) *logObserver {
 	return &logObserver{log: l, done: make(chan struct{})}
 }
 
-func (o *logObserver) Observe(e csync.Event) {
-	if e.Phase == csync.PhasePulling && e.BytesDone > 0 && e.BytesDone < e.BytesTotal && time.Since(o.last) < time.Second {
+func (o *logObserver) Observe(e pipeline.Event) {
+	if e.Phase == pipeline.PhasePulling && e.BytesDone > 0 && e.BytesDone < e.BytesTotal && time.Since(o.last) < time.Second {
 		return
 	}
 	o.last = time.Now()
@@ -55,11 +55,11 @@ func (o *logObserver) Observe(e csync.Event) {
 }
 
 // describe renders an event as the one-line message a status would carry.
-func describe(e csync.Event, bar bool) string {
+func describe(e pipeline.Event, bar bool) string {
 	switch e.Phase {
-	case csync.PhaseResolving:
+	case pipeline.PhaseResolving:
 		return "Resolving"
-	case csync.PhasePulling:
+	case pipeline.PhasePulling:
 		s := fmt.Sprintf("Pulling %s layer %d/%d: %s/%s", short(e.Digest), e.Layer, e.Layers, mb(e.BytesDone), mb(e.BytesTotal))
 		if bar && e.BytesTotal > 0 {
 			const width = 24
@@ -68,20 +68,20 @@ func describe(e csync.Event, bar bool) string {
 			s += " [" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "]"
 		}
 		return s
-	case csync.PhaseUnpacking:
+	case pipeline.PhaseUnpacking:
 		return "Unpacking " + short(e.Digest)
-	case csync.PhaseValidating:
+	case pipeline.PhaseValidating:
 		return fmt.Sprintf("Validating %d bundles", e.Bundles)
-	case csync.PhaseIndexing:
+	case pipeline.PhaseIndexing:
 		return fmt.Sprintf("Indexing %d objects", e.Objects)
-	case csync.PhasePublishing:
+	case pipeline.PhasePublishing:
 		return "Publishing " + short(e.Digest)
-	case csync.PhasePublished:
+	case pipeline.PhasePublished:
 		if e.Result != nil {
 			return fmt.Sprintf("Published %s in %s (%s)", short(e.Digest), e.Result.Duration.Round(time.Millisecond), e.Result.Action)
 		}
 		return "Published " + short(e.Digest)
-	case csync.PhaseFailed:
+	case pipeline.PhaseFailed:
 		if e.Err != nil {
 			return "Failed: " + e.Err.Error()
 		}

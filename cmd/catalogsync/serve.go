@@ -23,7 +23,8 @@ import (
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/publishevent"
 	"github.com/catalogsync/catalogsync/sync/status"
 	"k8s.io/client-go/dynamic"
@@ -140,7 +141,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cf.sigRules = cfg.SignaturePolicy
-	pl, src, err := cf.pipeline(log, store, cfg.Registries, csync.WithOnPublish(func(name string) {
+	pl, src, err := cf.pipeline(log, store, cfg.Registries, pipeline.WithOnPublish(func(name string) {
 		if contentH != nil {
 			contentH.Invalidate(name)
 		}
@@ -152,8 +153,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 	// The engine coalesces triggers per catalog and retries failures; the
 	// scheduler is the cron fallback and does the first sync at start.
-	var set csync.CatalogSet = csync.StaticCatalogs(cfg.catalogs())
-	observers := []csync.Observer{m.SyncObserver()}
+	var set engine.CatalogSet = engine.StaticCatalogs(cfg.catalogs())
+	observers := []pipeline.Observer{m.SyncObserver()}
 	if sink := publishevent.Sink(sf.eventSink); sink != "" {
 		em, err := publishevent.New(sink, publishevent.WithBaseURL(sf.baseURL), publishevent.WithLogger(log))
 		if err != nil {
@@ -175,7 +176,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	var (
 		ccSrc    *status.Source
 		ccWriter *status.Writer
-		engine   *csync.Engine
+		eng      *engine.Engine
 	)
 	if sf.clusterCatalogs {
 		restCfg, err := status.RESTConfig(sf.kubeconfig)
@@ -189,7 +190,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		ccSrc = status.NewSource(dyn, status.WithSourceLogger(log), status.WithOnChange(func(name string) {
 			// Created, spec changed or deleted: sync now; the engine
 			// refuses names no longer in the set (deleted, Unavailable).
-			if _, err := engine.Trigger(ctx, name, "clustercatalog"); err != nil {
+			if _, err := eng.Trigger(ctx, name, "clustercatalog"); err != nil {
 				log.Debug("clustercatalog change not synced", "catalog", name, "err", err)
 			}
 		}))
@@ -200,9 +201,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		set, gcNames = ccSrc, ccSrc.Names
 		observers = append(observers, ccWriter)
 	}
-	engine = csync.NewEngine(pl, set, store,
-		csync.WithMaxConcurrent(sf.maxSyncs), csync.WithRegistryRate(sf.regRate, sf.regBurst),
-		csync.WithEngineLogger(log), csync.WithObservers(observers...))
+	eng = engine.New(pl, set, store,
+		engine.WithMaxConcurrent(sf.maxSyncs), engine.WithRegistryRate(sf.regRate, sf.regBurst),
+		engine.WithLogger(log), engine.WithObservers(observers...))
 
 	r := sf.router(m, log)
 	tlsR, err := sf.tlsReloader(log)
@@ -217,7 +218,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if apiToken == "" && sf.apiOpen {
 		log.Warn("the REST API accepts POST without a token (--api-open): anyone who reaches it can trigger syncs")
 	}
-	api.New(engine, set, store,
+	api.New(eng, set, store,
 		api.WithLogger(log), api.WithToken(apiToken), api.WithOpen(sf.apiOpen), api.WithBaseURL(sf.baseURL),
 		api.WithMetrics(m.Handler()), api.WithReadyCheck(informerSynced(ccSrc)),
 	).Mount(r) // /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics
@@ -240,7 +241,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if sf.eventsAddr != "" {
 		evr = sf.router(m, log)
 	}
-	if err := mountTriggers(r, evr, cfg, engine, set, m, log, sf.kubeconfig); err != nil {
+	if err := mountTriggers(r, evr, cfg, eng, set, m, log, sf.kubeconfig); err != nil {
 		return err
 	}
 	if sf.eventsAddr != "" {
@@ -258,7 +259,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	srv := newServer(r, sf.readLimit)
 	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
 
-	engine.Start(ctx)
+	eng.Start(ctx)
 	// After the engine: OnChange may trigger it from the first event.
 	if ccSrc != nil {
 		go ccSrc.Run(ctx)
@@ -275,7 +276,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	pollDone := make(chan struct{})
 	go func() {
 		defer close(pollDone)
-		runPoller(ctx, log, engine, store, holder, sf.pollEvery)
+		runPoller(ctx, log, eng, store, holder, sf.pollEvery)
 	}()
 	go runGC(ctx, log, store, holder, gcNames, sf.gcEvery, sf.gcPolicy())
 	errc := make(chan error, 1)
@@ -288,7 +289,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("stopping; a second signal exits at once", "grace", sf.shutdownGrace)
 	err = shutdown(srv, sf.shutdownGrace, log)
 	<-pollDone
-	engine.Wait()
+	eng.Wait()
 	log.Info("stopped")
 	return err
 }
@@ -297,8 +298,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 // configured, the CloudEvents endpoint (/events) to evr. Both only name
 // what may have changed: the engine resolves configured catalogs' own
 // references.
-func mountTriggers(r, evr chi.Router, cfg Config, engine *csync.Engine, set csync.CatalogSet, m *metrics.Metrics, log *slog.Logger, kubeconfig string) error {
-	trig := engineTrigger{engine, log}
+func mountTriggers(r, evr chi.Router, cfg Config, eng *engine.Engine, set engine.CatalogSet, m *metrics.Metrics, log *slog.Logger, kubeconfig string) error {
+	trig := engineTrigger{eng, log}
 	lister := webhookCatalogs{set}
 	if len(cfg.Webhooks.Receivers) > 0 {
 		rc, err := webhook.NewReceiver(cfg.Webhooks, lister, trig, webhook.WithLogger(log), webhook.WithOutcome(m.Webhook))
@@ -325,7 +326,7 @@ func mountTriggers(r, evr chi.Router, cfg Config, engine *csync.Engine, set csyn
 		if err != nil {
 			return err
 		}
-		h, err := events.New(*cfg.Events, lister, trig, enginePoller{engine, log}, opts...)
+		h, err := events.New(*cfg.Events, lister, trig, enginePoller{eng, log}, opts...)
 		if err != nil {
 			return fmt.Errorf("events: %w", err)
 		}
@@ -336,7 +337,7 @@ func mountTriggers(r, evr chi.Router, cfg Config, engine *csync.Engine, set csyn
 
 // engineTrigger adapts the engine to the receivers' fire-and-forget trigger.
 type engineTrigger struct {
-	e   *csync.Engine
+	e   *engine.Engine
 	log *slog.Logger
 }
 
@@ -347,7 +348,7 @@ func (t engineTrigger) Trigger(ctx context.Context, name, reason string) {
 }
 
 type enginePoller struct {
-	e   *csync.Engine
+	e   *engine.Engine
 	log *slog.Logger
 }
 
@@ -358,7 +359,7 @@ func (p enginePoller) PollDue(ctx context.Context) {
 }
 
 // webhookCatalogs lists the configured catalogs for the receivers.
-type webhookCatalogs struct{ set csync.CatalogSet }
+type webhookCatalogs struct{ set engine.CatalogSet }
 
 func (w webhookCatalogs) Catalogs() []webhook.Catalog {
 	var out []webhook.Catalog

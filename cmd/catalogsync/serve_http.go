@@ -17,7 +17,8 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/events/tokenreview"
 	"github.com/catalogsync/catalogsync/internal/stall"
 	"github.com/catalogsync/catalogsync/metrics"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/status"
 )
 
@@ -84,9 +85,9 @@ func eventsOptions(cfg events.Config, kubeconfig string, m *metrics.Metrics, log
 
 // configured reports whether a catalog is in set, for the content
 // handler: names outside it are answered 404 without a store lookup.
-func configured(set csync.CatalogSet) func(string) bool {
+func configured(set engine.CatalogSet) func(string) bool {
 	return func(name string) bool {
-		return slices.ContainsFunc(set.Catalogs(), func(c csync.Catalog) bool { return c.Name == name })
+		return slices.ContainsFunc(set.Catalogs(), func(c pipeline.Catalog) bool { return c.Name == name })
 	}
 }
 

@@ -40,7 +40,8 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/openapi"
 	"github.com/catalogsync/catalogsync/storage"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // Prefix is where the API routes live.
@@ -60,15 +61,15 @@ const (
 
 // Engine is what the API needs of the sync engine (*sync.Engine).
 type Engine interface {
-	Trigger(ctx context.Context, name, reason string) (csync.Operation, error)
-	State(name string) (csync.CatalogState, bool)
-	Operation(id string) (csync.Operation, bool)
+	Trigger(ctx context.Context, name, reason string) (engine.Operation, error)
+	State(name string) (engine.CatalogState, bool)
+	Operation(id string) (engine.Operation, bool)
 }
 
 // CatalogLister returns the configured catalogs (sync.StaticCatalogs, or
 // the cluster's ClusterCatalogs). It is called on every request.
 type CatalogLister interface {
-	Catalogs() []csync.Catalog
+	Catalogs() []pipeline.Catalog
 }
 
 // Handler serves the API. Create it with New; it is safe for concurrent

@@ -19,7 +19,8 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 var (
@@ -45,18 +46,18 @@ func catalogName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return name, true
 }
 
-func (h *Handler) lookup(name string) (csync.Catalog, bool) {
+func (h *Handler) lookup(name string) (pipeline.Catalog, bool) {
 	for _, c := range h.catalogs.Catalogs() {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return csync.Catalog{}, false
+	return pipeline.Catalog{}, false
 }
 
 func (h *Handler) listCatalogs(w http.ResponseWriter, r *http.Request) {
 	cats := slices.Clone(h.catalogs.Catalogs())
-	slices.SortFunc(cats, func(a, b csync.Catalog) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(cats, func(a, b pipeline.Catalog) int { return strings.Compare(a.Name, b.Name) })
 	base := h.servingBase(r)
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
@@ -103,7 +104,7 @@ func (h *Handler) getCatalog(w http.ResponseWriter, r *http.Request) {
 // a failing store is an error: a catalog never published has no pointer,
 // and corrupt records (or a configured name the store cannot hold) are
 // reported in StoreError so one bad catalog does not hide the others.
-func (h *Handler) catalogView(ctx context.Context, c csync.Catalog, base string) (Catalog, error) {
+func (h *Handler) catalogView(ctx context.Context, c pipeline.Catalog, base string) (Catalog, error) {
 	v := Catalog{Name: c.Name, Image: c.Image, Phase: PhaseIdle, ServingURL: base + "/" + c.Name}
 	if c.PollInterval > 0 {
 		v.PollIntervalSeconds = c.PollInterval.Seconds()
@@ -178,7 +179,7 @@ func (h *Handler) syncCatalog(w http.ResponseWriter, r *http.Request) {
 	}
 	// The operation outlives the request: it must not be cancelled with it.
 	op, err := h.engine.Trigger(context.WithoutCancel(r.Context()), name, reason)
-	if errors.Is(err, csync.ErrUnknownCatalog) {
+	if errors.Is(err, engine.ErrUnknownCatalog) {
 		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no catalog %q is configured", name))
 		return
 	}

@@ -29,7 +29,9 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/storage/s3"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -41,8 +43,8 @@ import (
 type env struct {
 	t      *testing.T
 	store  storage.Store
-	engine *csync.Engine
-	set    csync.StaticCatalogs
+	engine *engine.Engine
+	set    engine.StaticCatalogs
 	srv    *httptest.Server
 	// proxy is in front of the registry for the slow catalog only.
 	proxy *servers.Proxy
@@ -122,16 +124,16 @@ func newEnv(t *testing.T, store storage.Store, opts ...api.Option) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	pl := csync.NewPipeline(src, store, csync.WithTempDir(t.TempDir()))
-	set := csync.StaticCatalogs{
+	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()))
+	set := engine.StaticCatalogs{
 		{Name: tinyName, Image: reg.Host + "/tiny/catalog:v1", PollInterval: 10 * time.Minute},
 		{Name: slowName, Image: proxy.Host + "/tiny/catalog:v1"},
 		{Name: downName, Image: down + "/down/catalog:v1"},
 	}
 	// A long backoff keeps the failed catalog's next retry in the future
 	// for the whole test.
-	eng := csync.NewEngine(pl, set, store, csync.WithSettle(0, 0),
-		csync.WithBackoff(csync.Backoff{Min: time.Hour, Max: time.Hour}))
+	eng := engine.New(pl, set, store, engine.WithSettle(0, 0),
+		engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: time.Hour}))
 	ctx, cancel := context.WithCancel(context.Background())
 	eng.Start(ctx)
 	t.Cleanup(func() { cancel(); eng.Wait() })
@@ -155,10 +157,10 @@ func storeOnlyEnv(t *testing.T, store storage.Store, opts ...api.Option) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	set := csync.StaticCatalogs{{Name: tinyName, Image: "registry.example.test/tiny/catalog:v1"}}
+	set := engine.StaticCatalogs{{Name: tinyName, Image: "registry.example.test/tiny/catalog:v1"}}
 	// Triggered syncs stay queued (an hour's settle) and are cancelled at
 	// the end: these tests look at answers, not at syncs.
-	eng := csync.NewEngine(csync.NewPipeline(src, store), set, store, csync.WithSettle(time.Hour, time.Hour))
+	eng := engine.New(pipeline.New(src, store), set, store, engine.WithSettle(time.Hour, time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
 	eng.Start(ctx)
 	t.Cleanup(func() { cancel(); eng.Wait() })
@@ -387,7 +389,7 @@ func (e *env) waitOperation(t *testing.T, s *spec, id string) api.Operation {
 		wantStatus(t, x, http.StatusOK)
 		var op api.Operation
 		x.decode(t, &op)
-		if op.State == string(csync.OpSucceeded) || op.State == string(csync.OpFailed) {
+		if op.State == string(engine.OpSucceeded) || op.State == string(engine.OpFailed) {
 			return op
 		}
 		if time.Now().After(deadline) {

@@ -14,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogsync/catalogsync/handlers/api"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
 // lockedBuffer is written by server goroutines and read by the test.
@@ -50,8 +50,8 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 // route pattern, not the path.
 func TestLogRequests(t *testing.T) {
 	store := newFSStore(t)
-	set := csync.StaticCatalogs{{Name: tinyName, Image: "registry.example.test/tiny/catalog:v1"}}
-	h := api.New(csync.NewEngine(nil, set, store), set, store)
+	set := engine.StaticCatalogs{{Name: tinyName, Image: "registry.example.test/tiny/catalog:v1"}}
+	h := api.New(engine.New(nil, set, store), set, store)
 
 	var buf lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -12,7 +12,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/metrics"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
 // TestRoutesAreDocumented walks the routes Mount adds and compares them
@@ -21,8 +21,8 @@ import (
 func TestRoutesAreDocumented(t *testing.T) {
 	s := loadSpec(t)
 	store := newFSStore(t)
-	eng := csync.NewEngine(nil, csync.StaticCatalogs{}, store)
-	h := api.New(eng, csync.StaticCatalogs{}, store, api.WithMetrics(metrics.New().Handler()))
+	eng := engine.New(nil, engine.StaticCatalogs{}, store)
+	h := api.New(eng, engine.StaticCatalogs{}, store, api.WithMetrics(metrics.New().Handler()))
 	r := chi.NewRouter()
 	h.Mount(r)
 

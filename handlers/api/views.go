@@ -3,8 +3,10 @@ package api
 import (
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // The JSON shapes of the API, as components/schemas of the OpenAPI
@@ -124,7 +126,7 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-func operationView(op *csync.Operation) *Operation {
+func operationView(op *engine.Operation) *Operation {
 	if op == nil {
 		return nil
 	}
@@ -145,7 +147,7 @@ func operationView(op *csync.Operation) *Operation {
 	return v
 }
 
-func progressView(e *csync.Event) *Progress {
+func progressView(e *pipeline.Event) *Progress {
 	if e == nil {
 		return nil
 	}
@@ -157,7 +159,7 @@ func progressView(e *csync.Event) *Progress {
 	}
 }
 
-func resultView(r *csync.Result) *SyncResult {
+func resultView(r *pipeline.Result) *SyncResult {
 	if r == nil {
 		return nil
 	}
@@ -175,7 +177,7 @@ func resultView(r *csync.Result) *SyncResult {
 // maxErrorMessage bounds an error message in an answer.
 const maxErrorMessage = 2048
 
-func errorView(e *csync.Error) *SyncError {
+func errorView(e *pipeline.Error) *SyncError {
 	if e == nil {
 		return nil
 	}
@@ -185,7 +187,7 @@ func errorView(e *csync.Error) *SyncError {
 		v.Message = e.Err.Error()
 	}
 	// Registry and store errors may quote what the server answered.
-	v.Message = csync.TruncateUTF8(v.Message, maxErrorMessage)
+	v.Message = truncate.UTF8(v.Message, maxErrorMessage)
 	if e.RetryAfter > 0 {
 		v.RetryAfterSeconds = seconds(e.RetryAfter)
 	}
@@ -206,18 +208,18 @@ func pollView(p catalog.Poll) *Poll {
 // phaseOf says what the engine is doing with a catalog: the running
 // sync's phase (Resolving until its first event arrives), Queued, the
 // last sync's outcome, or Idle when this replica has run none.
-func phaseOf(st csync.CatalogState) string {
+func phaseOf(st engine.CatalogState) string {
 	switch {
 	case st.Running != nil && st.Running.Progress != nil:
 		return string(st.Running.Progress.Phase)
 	case st.Running != nil:
-		return string(csync.PhaseResolving)
+		return string(pipeline.PhaseResolving)
 	case st.Queued != nil:
 		return PhaseQueued
-	case st.Last != nil && st.Last.State == csync.OpFailed:
-		return string(csync.PhaseFailed)
+	case st.Last != nil && st.Last.State == engine.OpFailed:
+		return string(pipeline.PhaseFailed)
 	case st.Last != nil:
-		return string(csync.PhasePublished)
+		return string(pipeline.PhasePublished)
 	}
 	return PhaseIdle
 }

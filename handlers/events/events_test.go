@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,26 +45,26 @@ func request(t testing.TB, name string) *http.Request {
 	return r
 }
 
-// engine records what the handler asks of the sync engine.
-type engine struct {
-	mu       stdsync.Mutex
+// fakeEngine records what the handler asks of the sync engine.
+type fakeEngine struct {
+	mu       sync.Mutex
 	triggers []string
 	polls    int
 }
 
-func (e *engine) Trigger(_ context.Context, catalog, _ string) {
+func (e *fakeEngine) Trigger(_ context.Context, catalog, _ string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.triggers = append(e.triggers, catalog)
 }
 
-func (e *engine) PollDue(context.Context) {
+func (e *fakeEngine) PollDue(context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.polls++
 }
 
-func (e *engine) state() ([]string, int) {
+func (e *fakeEngine) state() ([]string, int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	tr := slices.Clone(e.triggers)
@@ -89,9 +89,9 @@ var catalogs = lister{
 	{Name: "unrelated", Image: "registry.example.test/acme/other:v1"},
 }
 
-func newHandler(t testing.TB, cfg Config, l webhook.CatalogLister, opts ...Option) (*Handler, *engine) {
+func newHandler(t testing.TB, cfg Config, l webhook.CatalogLister, opts ...Option) (*Handler, *fakeEngine) {
 	t.Helper()
-	e := &engine{}
+	e := &fakeEngine{}
 	cfg.HostAliases = []webhook.HostAlias{{Host: "harbor.example.com", Aliases: []string{"harbor.example.test"}}}
 	cfg.Insecure = cfg.Token == "" && cfg.Audience == ""
 	h, err := New(cfg, l, e, e, opts...)
@@ -352,7 +352,7 @@ func TestEventsHandshake(t *testing.T) {
 }
 
 func TestEventsNoPoller(t *testing.T) {
-	e := &engine{}
+	e := &fakeEngine{}
 	h, err := New(Config{Insecure: true}, catalogs, e, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,19 +8,19 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/storage/storagetest"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
 // Without a token, an audience or insecure: true, /events is not served.
 func TestEventsRefuseUnauthenticatedByDefault(t *testing.T) {
-	e := &engine{}
+	e := &fakeEngine{}
 	if _, err := New(Config{}, catalogs, e, e); err == nil || !strings.Contains(err.Error(), "insecure") {
 		t.Fatalf("no credentials configured: %v", err)
 	}
@@ -33,7 +33,7 @@ func TestEventsRefuseUnauthenticatedByDefault(t *testing.T) {
 }
 
 // enginePoller polls a real engine, as serve does.
-type enginePoller struct{ e *csync.Engine }
+type enginePoller struct{ e *engine.Engine }
 
 func (p enginePoller) PollDue(ctx context.Context) { p.e.PollDue(ctx) }
 
@@ -45,18 +45,18 @@ func TestEventsPingFloodCoalesced(t *testing.T) {
 		t.Fatal(err)
 	}
 	counting := storagetest.NewCounting(st)
-	set := csync.StaticCatalogs{
+	set := engine.StaticCatalogs{
 		{Name: "a", Image: "registry.example.test/a:v1", PollInterval: time.Minute},
 		{Name: "b", Image: "registry.example.test/b:v1", PollInterval: time.Minute},
 		{Name: "c", Image: "registry.example.test/c:v1", PollInterval: time.Minute},
 	}
 	// The syncs a poll queues settle for an hour, so they never run and
 	// the store sees only the poll's own reads.
-	eng := csync.NewEngine(nil, set, counting, csync.WithSettle(time.Hour, time.Hour))
+	eng := engine.New(nil, set, counting, engine.WithSettle(time.Hour, time.Hour))
 	now := time.Unix(1_800_000_000, 0)
-	var mu stdsync.Mutex
+	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	h, err := New(Config{Insecure: true}, lister{}, &engine{}, enginePoller{eng}, WithClock(clock))
+	h, err := New(Config{Insecure: true}, lister{}, &fakeEngine{}, enginePoller{eng}, WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

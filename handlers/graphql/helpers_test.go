@@ -26,7 +26,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
@@ -70,8 +70,8 @@ func syncDir(t testing.TB, store storage.Store, name, dir string) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	pl := csync.NewPipeline(src, store, csync.WithTempDir(t.TempDir()), csync.WithLogger(slog.New(slog.DiscardHandler)))
-	if _, err := pl.Run(ctx, csync.Catalog{Name: name, Image: ref}); err != nil {
+	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
+	if _, err := pl.Run(ctx, pipeline.Catalog{Name: name, Image: ref}); err != nil {
 		t.Fatalf("sync %s: %v", name, err)
 	}
 }

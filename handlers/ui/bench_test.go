@@ -19,7 +19,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
 
@@ -165,7 +165,7 @@ func BenchmarkPages(b *testing.B) {
 		catPages = append(catPages, catalogURL(c.Name)+"?page="+strconv.Itoa(i))
 	}
 	b.Logf("%s: %d objects, %.0f MB, %d packages", c.Name, c.Meta.Objects, float64(c.Meta.Size)/(1<<20), len(pkgs))
-	set := csync.StaticCatalogs{{Name: c.Name, Image: "example.test/generated-x16:v1"}}
+	set := engine.StaticCatalogs{{Name: c.Name, Image: "example.test/generated-x16:v1"}}
 	kinds := []struct {
 		name  string
 		paths []string

@@ -18,7 +18,8 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
@@ -49,7 +50,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // syncDir publishes the FBC folder dir as catalog name through the real
 // pipeline, from an OCI layout: what serve stores is what pages read.
-func syncDir(t testing.TB, store storage.Store, name, dir string) csync.Result {
+func syncDir(t testing.TB, store storage.Store, name, dir string) pipeline.Result {
 	t.Helper()
 	ctx := context.Background()
 	layout := "ocidir://" + filepath.Join(t.TempDir(), "layout") + ":v1"
@@ -61,7 +62,7 @@ func syncDir(t testing.TB, store storage.Store, name, dir string) csync.Result {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	res, err := csync.NewPipeline(src, store, csync.WithTempDir(t.TempDir())).Run(ctx, csync.Catalog{Name: name, Image: layout})
+	res, err := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir())).Run(ctx, pipeline.Catalog{Name: name, Image: layout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +73,10 @@ func syncDir(t testing.TB, store storage.Store, name, dir string) csync.Result {
 // them, with an engine over set.
 type server struct {
 	*httptest.Server
-	engine *csync.Engine
+	engine *engine.Engine
 }
 
-func startServer(t testing.TB, store storage.Store, set csync.StaticCatalogs, pl *csync.Pipeline) *server {
+func startServer(t testing.TB, store storage.Store, set engine.StaticCatalogs, pl *pipeline.Pipeline) *server {
 	t.Helper()
 	if pl == nil {
 		src, err := source.New(source.WithDockerConfig(false))
@@ -83,10 +84,10 @@ func startServer(t testing.TB, store storage.Store, set csync.StaticCatalogs, pl
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { src.Close() })
-		pl = csync.NewPipeline(src, store)
+		pl = pipeline.New(src, store)
 	}
 	// Nothing syncs unless a test triggers it.
-	eng := csync.NewEngine(pl, set, store, csync.WithSettle(0, 0))
+	eng := engine.New(pl, set, store, engine.WithSettle(0, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	eng.Start(ctx)
 	t.Cleanup(func() { cancel(); eng.Wait() })

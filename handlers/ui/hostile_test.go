@@ -15,7 +15,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
 // Markup a hostile catalog carries in every text it controls: each would
@@ -97,7 +97,7 @@ func TestHostileCatalog(t *testing.T) {
 	b := newBrowser(t)
 	store := newStore(t)
 	publishHostile(t, store, "hostile")
-	srv := startServer(t, store, csync.StaticCatalogs{{Name: "hostile", Image: "example.test/hostile:v1" + xssScript}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "hostile", Image: "example.test/hostile:v1" + xssScript}}, nil)
 	pages := []string{
 		"/ui/",
 		catalogURL("hostile"),

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
 // mermaidGraph is what a Mermaid upgrade graph says, per channel: its
@@ -75,7 +75,7 @@ func TestGraphsMatchOPM(t *testing.T) {
 	dir := filepath.Join(shared, "testdata/fbc/community-v4.21/configs")
 	store := newStore(t)
 	syncDir(t, store, "community", dir)
-	srv := startServer(t, store, csync.StaticCatalogs{{Name: "community", Image: "example.test/community:v4.21"}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "community", Image: "example.test/community:v4.21"}}, nil)
 	c, err := catalog.Open(context.Background(), store, "community")
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -37,24 +38,24 @@ func copyFBC(t *testing.T, pkgs []string, edit func(pkg, yaml string) string) st
 }
 
 // waitOp waits for the engine's operation id to end.
-func waitOp(t *testing.T, e *csync.Engine, id string) csync.Operation {
+func waitOp(t *testing.T, e *engine.Engine, id string) engine.Operation {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if op, ok := e.Operation(id); ok && (op.State == csync.OpSucceeded || op.State == csync.OpFailed) {
+		if op, ok := e.Operation(id); ok && (op.State == engine.OpSucceeded || op.State == engine.OpFailed) {
 			return op
 		}
 	}
 	t.Fatalf("operation %s did not end", id)
-	return csync.Operation{}
+	return engine.Operation{}
 }
 
-func syncNow(t *testing.T, e *csync.Engine, name string) {
+func syncNow(t *testing.T, e *engine.Engine, name string) {
 	t.Helper()
 	op, err := e.Trigger(context.Background(), name, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := waitOp(t, e, op.ID); done.State != csync.OpSucceeded {
+	if done := waitOp(t, e, op.ID); done.State != engine.OpSucceeded {
 		t.Fatalf("sync of %s: %+v", name, done.Error)
 	}
 }
@@ -82,8 +83,8 @@ func TestBrowserPages(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	store := newStore(t)
-	pl := csync.NewPipeline(src, store, csync.WithTempDir(t.TempDir()))
-	set := csync.StaticCatalogs{{Name: "c3", Image: ref}, {Name: "slow", Image: proxy.Host + "/c3/catalog:v1"}}
+	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()))
+	set := engine.StaticCatalogs{{Name: "c3", Image: ref}, {Name: "slow", Image: proxy.Host + "/c3/catalog:v1"}}
 	srv := startServer(t, store, set, pl)
 	syncNow(t, srv.engine, "c3")
 	// The second publish adds a package and changes one bundle of another.
@@ -196,7 +197,7 @@ func testLiveProgress(t *testing.T, b *browser, srv *server, proxy *servers.Prox
 		b.do(chromedp.Sleep(250 * time.Millisecond))
 	}
 	proxy.Clear()
-	if done := waitOp(t, srv.engine, op.ID); done.State != csync.OpSucceeded {
+	if done := waitOp(t, srv.engine, op.ID); done.State != engine.OpSucceeded {
 		t.Fatalf("slow sync: %+v", done.Error)
 	}
 	// Still the same page: the digest appears once the API reports it.

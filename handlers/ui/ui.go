@@ -36,7 +36,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // Prefix is where the pages live.
@@ -69,7 +69,7 @@ var assetFS embed.FS
 // CatalogLister returns the configured catalogs (sync.StaticCatalogs, or
 // the cluster's ClusterCatalogs), as the REST API takes them.
 type CatalogLister interface {
-	Catalogs() []csync.Catalog
+	Catalogs() []pipeline.Catalog
 }
 
 // Handler serves the pages. Create it with New; it is safe for concurrent

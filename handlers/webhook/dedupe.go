@@ -2,7 +2,7 @@ package webhook
 
 import (
 	"crypto/sha256"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -18,7 +18,7 @@ import (
 // variant's, because that one reads the wall clock, and the windows here
 // are tested with a fake one.
 type Dedupe struct {
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	ttl time.Duration
 	now func() time.Time
 	lru *simplelru.LRU[[sha256.Size]byte, time.Time]

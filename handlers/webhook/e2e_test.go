@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +22,7 @@ import (
 
 // engine stands in for the sync engine: it records triggers.
 type engine struct {
-	mu    stdsync.Mutex
+	mu    sync.Mutex
 	calls []string // "catalog reason"
 }
 
@@ -40,7 +40,7 @@ func (e *engine) snapshot() []string {
 
 // lister lets the test add catalogs once the registry's port is known.
 type lister struct {
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	cats []webhook.Catalog
 }
 
@@ -59,7 +59,7 @@ type delivery struct {
 
 // tap records what the registry sends before the receiver handles it.
 type tap struct {
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	next http.Handler
 	got  []delivery
 }

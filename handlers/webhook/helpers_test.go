@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 )
 
@@ -75,7 +75,7 @@ type trigger struct{ catalog, reason string }
 
 // recorder is the engine's side in tests: it records triggers.
 type recorder struct {
-	mu    stdsync.Mutex
+	mu    sync.Mutex
 	calls []trigger
 }
 

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 )
@@ -247,7 +247,7 @@ func TestReceiverCatalogListChanges(t *testing.T) {
 
 // mutableLister is a catalog list that changes between requests.
 type mutableLister struct {
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	cats []Catalog
 }
 
@@ -268,7 +268,7 @@ func (l *mutableLister) Catalogs() []Catalog {
 func TestReceiverConcurrentRedeliveries(t *testing.T) {
 	rc, rec := newTestReceiver(t)
 	f := loadFixture(t, "github-package-published")
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Add(1)
 		go func() {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +24,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -43,7 +43,7 @@ func repoRoot(t *testing.T) string {
 
 // logBuffer captures every log line, debug included.
 type logBuffer struct {
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
@@ -105,21 +105,21 @@ func TestPullSecretAndCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newPipeline := func(opts ...source.Option) *csync.Pipeline {
+	newPipeline := func(opts ...source.Option) *pipeline.Pipeline {
 		src, err := source.New(append([]source.Option{source.WithDockerConfig(false), source.WithLogger(log),
 			source.WithRetry(0, 10*time.Millisecond, 50*time.Millisecond), source.WithCredentials(w)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { src.Close() })
-		return csync.NewPipeline(src, st, csync.WithTempDir(t.TempDir()), csync.WithLogger(log))
+		return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithLogger(log))
 	}
 	image := reg.Host + "/acme/catalog:v1"
 	var errs []string
-	run := func(pl *csync.Pipeline, name string) (csync.Result, error) {
+	run := func(pl *pipeline.Pipeline, name string) (pipeline.Result, error) {
 		sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer scancel()
-		res, err := pl.Run(sctx, csync.Catalog{Name: name, Image: image})
+		res, err := pl.Run(sctx, pipeline.Catalog{Name: name, Image: image})
 		if err != nil {
 			errs = append(errs, err.Error())
 		}

@@ -25,14 +25,14 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // Type is the CloudEvents type of a published-catalog event.
@@ -125,7 +125,7 @@ func WithTimeout(d time.Duration) Option {
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(e *Emitter) { e.log = l } }
 
-// Emitter is a csync.Observer sending published-catalog events.
+// Emitter is a pipeline.Observer sending published-catalog events.
 type Emitter struct {
 	sink     string
 	source   string
@@ -137,7 +137,7 @@ type Emitter struct {
 	log      *slog.Logger
 	client   *http.Client
 
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	queue   []event.Event
 	stats   Stats
 	wake    chan struct{}
@@ -181,9 +181,9 @@ func New(sink string, opts ...Option) (*Emitter, error) {
 
 // Observe queues an event for a sync that published; it never blocks on
 // the sink.
-func (e *Emitter) Observe(ev csync.Event) {
+func (e *Emitter) Observe(ev pipeline.Event) {
 	r := ev.Result
-	if ev.Phase != csync.PhasePublished || r == nil || (r.Action != csync.ActionPublished && r.Action != csync.ActionReused) {
+	if ev.Phase != pipeline.PhasePublished || r == nil || (r.Action != pipeline.ActionPublished && r.Action != pipeline.ActionReused) {
 		return
 	}
 	d := Data{

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
-	stdsync "sync"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +17,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/publishevent"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
@@ -25,7 +25,7 @@ import (
 // sink is a real HTTP CloudEvents receiver decoding with the SDK.
 type sink struct {
 	*httptest.Server
-	mu     stdsync.Mutex
+	mu     sync.Mutex
 	events []event.Event
 	binary []bool
 	fail   atomic.Int32 // answer 500 to this many requests first
@@ -68,7 +68,7 @@ func (s *sink) wait(t *testing.T) event.Event {
 	return s.events[len(s.events)-1]
 }
 
-func pipeline(t *testing.T) *csync.Pipeline {
+func newPipeline(t *testing.T) *pipeline.Pipeline {
 	src, err := source.New(source.WithDockerConfig(false))
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func pipeline(t *testing.T) *csync.Pipeline {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return csync.NewPipeline(src, st, csync.WithTempDir(t.TempDir()))
+	return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()))
 }
 
 func sampleImage(t *testing.T) string {
@@ -89,9 +89,9 @@ func sampleImage(t *testing.T) string {
 
 // observed wraps em so the test knows when em.Observe has returned for a
 // sync's terminal event (observers run on their own goroutine).
-func observed(em *publishevent.Emitter) (csync.Observer, <-chan struct{}) {
+func observed(em *publishevent.Emitter) (pipeline.Observer, <-chan struct{}) {
 	done := make(chan struct{}, 8)
-	return csync.ObserverFunc(func(e csync.Event) {
+	return pipeline.ObserverFunc(func(e pipeline.Event) {
 		em.Observe(e)
 		if e.Terminal() {
 			done <- struct{}{}
@@ -124,8 +124,8 @@ func TestPublishedEventAfterRealSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := pipeline(t)
-	c := csync.Catalog{Name: "sample", Image: sampleImage(t)}
+	pl := newPipeline(t)
+	c := pipeline.Catalog{Name: "sample", Image: sampleImage(t)}
 	obs, done := observed(em)
 	res, err := pl.Run(context.Background(), c, obs)
 	if err != nil {
@@ -144,10 +144,10 @@ func TestPublishedEventAfterRealSync(t *testing.T) {
 		d.URL != "http://catalogs.example.test/catalogs/sample" || d.Objects != res.Meta.Objects || d.Objects == 0 {
 		t.Fatalf("data %+v, result digest %s", d, res.Digest)
 	}
-	if _, ok := d.PhasesMs[string(csync.PhaseIndexing)]; !ok {
+	if _, ok := d.PhasesMs[string(pipeline.PhaseIndexing)]; !ok {
 		t.Fatalf("phases: %v", d.PhasesMs)
 	}
-	if res2, err := pl.Run(context.Background(), c, obs); err != nil || res2.Action != csync.ActionUpToDate {
+	if res2, err := pl.Run(context.Background(), c, obs); err != nil || res2.Action != pipeline.ActionUpToDate {
 		t.Fatalf("resync: %v %v", res2.Action, err)
 	}
 	waitDone(t, done)
@@ -170,7 +170,7 @@ func TestFailingSinkIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := pipeline(t).Run(context.Background(), csync.Catalog{Name: "sample", Image: sampleImage(t)}, em)
+	res, err := newPipeline(t).Run(context.Background(), pipeline.Catalog{Name: "sample", Image: sampleImage(t)}, em)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,8 +205,8 @@ func TestDeadSinkDoesNotFailOrSlowSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := pipeline(t)
-	c := csync.Catalog{Name: "sample", Image: sampleImage(t)}
+	pl := newPipeline(t)
+	c := pipeline.Catalog{Name: "sample", Image: sampleImage(t)}
 	obs, done := observed(em)
 	start := time.Now()
 	if _, err := pl.Run(context.Background(), c, obs); err != nil {
@@ -231,7 +231,7 @@ func TestDeadSinkDoesNotFailOrSlowSync(t *testing.T) {
 func TestFullQueueDropsOldest(t *testing.T) {
 	block := make(chan struct{})
 	var delivered []string
-	var mu stdsync.Mutex
+	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-block
 		ev, err := cehttp.NewEventFromHTTPRequest(r)
@@ -247,8 +247,8 @@ func TestFullQueueDropsOldest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "b", "c", "d"} {
-		em.Observe(csync.Event{Phase: csync.PhasePublished, Time: time.Now(),
-			Result: &csync.Result{Catalog: name, Action: csync.ActionPublished, Digest: "sha256:00"}})
+		em.Observe(pipeline.Event{Phase: pipeline.PhasePublished, Time: time.Now(),
+			Result: &pipeline.Result{Catalog: name, Action: pipeline.ActionPublished, Digest: "sha256:00"}})
 		// Let the sender take "a" before the rest queue up.
 		if name == "a" {
 			for em.Stats().Queued != 0 {
@@ -256,7 +256,7 @@ func TestFullQueueDropsOldest(t *testing.T) {
 			}
 		}
 	}
-	em.Observe(csync.Event{Phase: csync.PhasePublished, Result: &csync.Result{Catalog: "x", Action: csync.ActionUpToDate}})
+	em.Observe(pipeline.Event{Phase: pipeline.PhasePublished, Result: &pipeline.Result{Catalog: "x", Action: pipeline.ActionUpToDate}})
 	if st := em.Stats(); st.Dropped != 1 || st.Queued != 2 {
 		t.Fatalf("stats %+v", st)
 	}

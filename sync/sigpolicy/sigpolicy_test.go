@@ -28,7 +28,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -122,17 +122,17 @@ func TestSignaturePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := csync.NewPipeline(src, st, csync.WithTempDir(t.TempDir()), csync.WithSignatureCheck(pol))
-	run := func() (csync.Result, error) {
+	pl := pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithSignatureCheck(pol))
+	run := func() (pipeline.Result, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return pl.Run(ctx, csync.Catalog{Name: "cat", Image: repo + ":v1"})
+		return pl.Run(ctx, pipeline.Catalog{Name: "cat", Image: repo + ":v1"})
 	}
 
 	good := push("v1", "1")
 	sign(t, rc, repo, trusted, good, good)
 	res, err := run()
-	if err != nil || res.Action != csync.ActionPublished || !strings.Contains(res.VerifiedBy, "cosign key") {
+	if err != nil || res.Action != pipeline.ActionPublished || !strings.Contains(res.VerifiedBy, "cosign key") {
 		t.Fatalf("signed: %+v %v", res, err)
 	}
 	for _, tc := range []struct {
@@ -148,8 +148,8 @@ func TestSignaturePolicy(t *testing.T) {
 		d := push("v1", tc.name)
 		tc.sign(d)
 		_, err := run()
-		se, ok := csync.AsError(err)
-		if !ok || se.Retryable || se.Reason != csync.ReasonSignature || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+		se, ok := pipeline.AsError(err)
+		if !ok || se.Retryable || se.Reason != pipeline.ReasonSignature || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		// Nothing of it was published: the signed catalog is still current.
@@ -165,7 +165,7 @@ func TestSignaturePolicy(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if res, err := pl.Run(ctx, csync.Catalog{Name: "free", Image: reg.Host + "/free/catalog:v1"}); err != nil || res.VerifiedBy != "" {
+	if res, err := pl.Run(ctx, pipeline.Catalog{Name: "free", Image: reg.Host + "/free/catalog:v1"}); err != nil || res.VerifiedBy != "" {
 		t.Fatalf("outside the policy: %+v %v", res, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -214,7 +214,7 @@ func msgRank(msg string) (int, bool) {
 // phaseLatencies returns, for each state change of a sync (a phase or a
 // layer), the time until a watch showed it or a later state; and how many
 // states the watch showed, of how many there were.
-func phaseLatencies(evs []csync.Event, vs []seen) (lats []time.Duration, shown, total int) {
+func phaseLatencies(evs []pipeline.Event, vs []seen) (lats []time.Duration, shown, total int) {
 	seenRank := map[int]bool{}
 	for _, v := range vs {
 		if r, ok := msgRank(v.cond(TypeProgressing).Message); ok {
@@ -224,11 +224,11 @@ func phaseLatencies(evs []csync.Event, vs []seen) (lats []time.Duration, shown, 
 	done := map[int]bool{}
 	for _, e := range evs {
 		layer := 0
-		if e.Phase == csync.PhasePulling {
+		if e.Phase == pipeline.PhasePulling {
 			layer = e.Layer
 		}
 		r := rank(string(e.Phase), layer)
-		if e.Phase == csync.PhaseFailed || done[r] {
+		if e.Phase == pipeline.PhaseFailed || done[r] {
 			continue
 		}
 		done[r] = true
@@ -250,13 +250,13 @@ func phaseLatencies(evs []csync.Event, vs []seen) (lats []time.Duration, shown, 
 func TestPhaseLatencies(t *testing.T) {
 	t0 := time.Now()
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	evs := []csync.Event{
-		{Phase: csync.PhaseResolving, Time: at(0)},
-		{Phase: csync.PhasePulling, Layer: 1, Time: at(10)},
-		{Phase: csync.PhasePulling, Layer: 1, BytesDone: 5, Time: at(20)},
-		{Phase: csync.PhasePulling, Layer: 2, Time: at(30)},
-		{Phase: csync.PhaseValidating, Time: at(40)},
-		{Phase: csync.PhasePublished, Time: at(50)},
+	evs := []pipeline.Event{
+		{Phase: pipeline.PhaseResolving, Time: at(0)},
+		{Phase: pipeline.PhasePulling, Layer: 1, Time: at(10)},
+		{Phase: pipeline.PhasePulling, Layer: 1, BytesDone: 5, Time: at(20)},
+		{Phase: pipeline.PhasePulling, Layer: 2, Time: at(30)},
+		{Phase: pipeline.PhaseValidating, Time: at(40)},
+		{Phase: pipeline.PhasePublished, Time: at(50)},
 	}
 	status := func(msg string) *Status {
 		return &Status{Conditions: []metav1.Condition{{Type: TypeProgressing, Message: msg}}}

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +25,8 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -147,7 +148,7 @@ type registry struct {
 	reg   *servers.Registry
 	proxy *servers.Proxy
 	store storage.Store
-	pl    *csync.Pipeline
+	pl    *pipeline.Pipeline
 }
 
 func startRegistry(t testing.TB) *registry {
@@ -167,7 +168,7 @@ func startRegistry(t testing.TB) *registry {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	r.pl = csync.NewPipeline(src, st, csync.WithTempDir(t.TempDir()))
+	r.pl = pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()))
 	return r
 }
 
@@ -210,11 +211,11 @@ type service struct {
 	r       *registry
 	src     *Source
 	w       *Writer
-	backoff csync.Backoff
+	backoff backoff.Backoff
 	mine    func(name string) bool
-	extra   []csync.Observer
+	extra   []pipeline.Observer
 
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	changes []string
 	changed map[string]int
 	done    []syncDone
@@ -240,7 +241,7 @@ func (l serviceLog) Write(b []byte) (int, error) {
 
 type syncDone struct {
 	name string
-	res  csync.Result
+	res  pipeline.Result
 	err  error
 	at   time.Time
 }
@@ -251,10 +252,10 @@ func only(names ...string) func(string) bool {
 	return func(n string) bool { return slices.Contains(names, n) }
 }
 
-func newService(t testing.TB, c *cluster, r *registry, mine func(string) bool, extra ...csync.Observer) *service {
+func newService(t testing.TB, c *cluster, r *registry, mine func(string) bool, extra ...pipeline.Observer) *service {
 	t.Helper()
 	s := &service{t: t, c: c, r: r, mine: mine, extra: extra, kick: make(chan struct{}, 1), changed: map[string]int{},
-		backoff: csync.Backoff{Min: 300 * time.Millisecond, Max: 600 * time.Millisecond}}
+		backoff: backoff.Backoff{Min: 300 * time.Millisecond, Max: 600 * time.Millisecond}}
 	s.src = NewSource(c.dyn, WithOnChange(func(name string) {
 		if !s.mine(name) {
 			return
@@ -269,14 +270,14 @@ func newService(t testing.TB, c *cluster, r *registry, mine func(string) bool, e
 		}
 	}), WithSourceLogger(testLogger(t)))
 	w, err := NewWriter(c.dyn, s.src, r.store, testBaseURL,
-		WithApplyBackoff(csync.Backoff{Min: 100 * time.Millisecond, Max: time.Second}),
+		WithApplyBackoff(backoff.Backoff{Min: 100 * time.Millisecond, Max: time.Second}),
 		WithWriterLogger(slog.New(slog.NewTextHandler(serviceLog{s}, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.w = w
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); s.src.Run(ctx) }()
 	go func() { defer wg.Done(); s.w.Run(ctx) }()
@@ -321,7 +322,7 @@ func (s *service) loop(ctx context.Context) {
 				continue
 			}
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-			res, err := s.r.pl.Run(sctx, c.SyncCatalog(), append([]csync.Observer{s.w}, s.extra...)...)
+			res, err := s.r.pl.Run(sctx, c.SyncCatalog(), append([]pipeline.Observer{s.w}, s.extra...)...)
 			cancel()
 			if ctx.Err() != nil {
 				return
@@ -329,7 +330,7 @@ func (s *service) loop(ctx context.Context) {
 			s.mu.Lock()
 			s.done = append(s.done, syncDone{name: n, res: res, err: err, at: time.Now()})
 			s.mu.Unlock()
-			if se, ok := csync.AsError(err); ok && se.Retryable {
+			if se, ok := pipeline.AsError(err); ok && se.Retryable {
 				rt.at = time.Now().Add(s.backoff.Delay(rt.attempts, se.RetryAfter))
 				rt.attempts++
 				if next.IsZero() || rt.at.Before(next) {
@@ -433,7 +434,7 @@ func (s seen) cond(t string) metav1.Condition {
 // time it arrived.
 type recorder struct {
 	t    testing.TB
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	all  []seen
 	wake chan struct{}
 }
@@ -550,20 +551,20 @@ var phaseOrder = map[string]int{"Resolving": 0, "Pulling": 1, "Unpacking": 2, "V
 
 // eventLog records sync events with their times, for latency figures.
 type eventLog struct {
-	mu  stdsync.Mutex
-	evs []csync.Event
+	mu  sync.Mutex
+	evs []pipeline.Event
 }
 
-func (l *eventLog) Observe(e csync.Event) {
+func (l *eventLog) Observe(e pipeline.Event) {
 	l.mu.Lock()
 	l.evs = append(l.evs, e)
 	l.mu.Unlock()
 }
 
-func (l *eventLog) of(name string) []csync.Event {
+func (l *eventLog) of(name string) []pipeline.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []csync.Event
+	var out []pipeline.Event
 	for _, e := range l.evs {
 		if e.Catalog == name {
 			out = append(out, e)

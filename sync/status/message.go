@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/internal/truncate"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // Messages of conditions that do not depend on a sync, as catalogd words
@@ -24,31 +25,31 @@ const maxMessage = 2048
 
 // progressMessage says what a running sync is doing, e.g.
 // "Pulling sha256:ab12cd34ef56… layer 2/3: 45.1/120.0 MB".
-func progressMessage(image string, e csync.Event) string {
+func progressMessage(image string, e pipeline.Event) string {
 	d := shortDigest(e.Digest)
 	switch e.Phase {
-	case csync.PhaseResolving:
+	case pipeline.PhaseResolving:
 		return "Resolving " + image
-	case csync.PhasePulling:
+	case pipeline.PhasePulling:
 		return fmt.Sprintf("Pulling %s layer %d/%d: %s", d, e.Layer, e.Layers, byteProgress(e.BytesDone, e.BytesTotal))
-	case csync.PhaseUnpacking:
+	case pipeline.PhaseUnpacking:
 		return "Unpacking " + d
-	case csync.PhaseValidating:
+	case pipeline.PhaseValidating:
 		return fmt.Sprintf("Validating %s: %d bundles in %d packages", d, e.Bundles, e.Packages)
-	case csync.PhaseIndexing:
+	case pipeline.PhaseIndexing:
 		return fmt.Sprintf("Indexing %s: %d objects", d, e.Objects)
-	case csync.PhasePublishing:
+	case pipeline.PhasePublishing:
 		return "Publishing " + d
 	}
 	return string(e.Phase) + " " + d
 }
 
 // successMessage describes a finished sync.
-func successMessage(r *csync.Result) string {
+func successMessage(r *pipeline.Result) string {
 	switch r.Action {
-	case csync.ActionReused:
+	case pipeline.ActionReused:
 		return fmt.Sprintf("Published %s in %s (content was already stored)", r.Digest, seconds(r.Duration))
-	case csync.ActionUpToDate:
+	case pipeline.ActionUpToDate:
 		return fmt.Sprintf("Published %s (up to date)", r.Digest)
 	}
 	return fmt.Sprintf("Published %s in %s", r.Digest, seconds(r.Duration))
@@ -57,10 +58,10 @@ func successMessage(r *csync.Result) string {
 // failureMessage describes a failed sync without volatile details, so the
 // same cause gives the same message and a retry does not rewrite the
 // status.
-func failureMessage(e *csync.Error) string {
+func failureMessage(e *pipeline.Error) string {
 	var b strings.Builder
 	b.WriteString(e.Reason)
-	if e.Phase != "" && e.Phase != csync.PhaseFailed {
+	if e.Phase != "" && e.Phase != pipeline.PhaseFailed {
 		b.WriteString(" while ")
 		b.WriteString(strings.ToLower(string(e.Phase)))
 	}
@@ -68,7 +69,7 @@ func failureMessage(e *csync.Error) string {
 		b.WriteString(": ")
 		b.WriteString(Sanitize(e.Err.Error()))
 	}
-	return csync.TruncateUTF8(b.String(), maxMessage)
+	return truncate.UTF8(b.String(), maxMessage)
 }
 
 func servingMessage(digest, ref string) string {
@@ -168,14 +169,14 @@ func Sanitize(msg string) string {
 // waitMessage says what a sync that has not started waits for, e.g.
 // "Waiting for replica catalogsync-1, which holds the sync lease (not
 // renewed since 07:50:01Z; it lapses at 07:50:13Z)".
-func waitMessage(w csync.Wait) string {
+func waitMessage(w pipeline.Wait) string {
 	switch w.Reason {
-	case csync.WaitLease:
+	case pipeline.WaitLease:
 		return fmt.Sprintf("Waiting for replica %s, which holds the sync lease (not renewed since %s; it lapses at %s)",
 			w.Holder, w.Renewed.UTC().Format("15:04:05Z"), w.Until.UTC().Format("15:04:05Z"))
-	case csync.WaitSlot:
+	case pipeline.WaitSlot:
 		return "Waiting for a free sync slot (" + w.Detail + ")"
-	case csync.WaitRate:
+	case pipeline.WaitRate:
 		return "Waiting for the start-rate limit of registry " + w.Detail
 	}
 	return "Waiting (" + string(w.Reason) + ")"

@@ -9,37 +9,37 @@ import (
 	"testing"
 	"time"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 func TestProgressMessages(t *testing.T) {
 	const d = "sha256:ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12"
 	for _, tc := range []struct {
-		e    csync.Event
+		e    pipeline.Event
 		want string
 	}{
-		{csync.Event{Phase: csync.PhaseResolving}, "Resolving registry.example.test/cat:v1"},
-		{csync.Event{Phase: csync.PhasePulling, Digest: d, Layer: 2, Layers: 3, BytesDone: 45_100_000, BytesTotal: 120_000_000},
+		{pipeline.Event{Phase: pipeline.PhaseResolving}, "Resolving registry.example.test/cat:v1"},
+		{pipeline.Event{Phase: pipeline.PhasePulling, Digest: d, Layer: 2, Layers: 3, BytesDone: 45_100_000, BytesTotal: 120_000_000},
 			"Pulling sha256:ab12cd34ef56… layer 2/3: 45.1/120.0 MB"},
-		{csync.Event{Phase: csync.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 0, BytesTotal: 12_410},
+		{pipeline.Event{Phase: pipeline.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 0, BytesTotal: 12_410},
 			"Pulling sha256:ab12cd34ef56… layer 1/1: 0.0/12.4 kB"},
-		{csync.Event{Phase: csync.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 10, BytesTotal: 900},
+		{pipeline.Event{Phase: pipeline.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 10, BytesTotal: 900},
 			"Pulling sha256:ab12cd34ef56… layer 1/1: 10/900 B"},
-		{csync.Event{Phase: csync.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 2_500_000_000, BytesTotal: 3_000_000_000},
+		{pipeline.Event{Phase: pipeline.PhasePulling, Digest: d, Layer: 1, Layers: 1, BytesDone: 2_500_000_000, BytesTotal: 3_000_000_000},
 			"Pulling sha256:ab12cd34ef56… layer 1/1: 2.5/3.0 GB"},
-		{csync.Event{Phase: csync.PhaseUnpacking, Digest: d}, "Unpacking sha256:ab12cd34ef56…"},
-		{csync.Event{Phase: csync.PhaseValidating, Digest: d, Bundles: 745, Packages: 33}, "Validating sha256:ab12cd34ef56…: 745 bundles in 33 packages"},
-		{csync.Event{Phase: csync.PhaseIndexing, Digest: d, Objects: 1234}, "Indexing sha256:ab12cd34ef56…: 1234 objects"},
-		{csync.Event{Phase: csync.PhasePublishing, Digest: d}, "Publishing sha256:ab12cd34ef56…"},
+		{pipeline.Event{Phase: pipeline.PhaseUnpacking, Digest: d}, "Unpacking sha256:ab12cd34ef56…"},
+		{pipeline.Event{Phase: pipeline.PhaseValidating, Digest: d, Bundles: 745, Packages: 33}, "Validating sha256:ab12cd34ef56…: 745 bundles in 33 packages"},
+		{pipeline.Event{Phase: pipeline.PhaseIndexing, Digest: d, Objects: 1234}, "Indexing sha256:ab12cd34ef56…: 1234 objects"},
+		{pipeline.Event{Phase: pipeline.PhasePublishing, Digest: d}, "Publishing sha256:ab12cd34ef56…"},
 	} {
 		if got := progressMessage("registry.example.test/cat:v1", tc.e); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.e.Phase, got, tc.want)
 		}
 	}
-	if got := successMessage(&csync.Result{Digest: d, Action: csync.ActionPublished, Duration: 3210 * time.Millisecond}); got != "Published "+d+" in 3.2s" {
+	if got := successMessage(&pipeline.Result{Digest: d, Action: pipeline.ActionPublished, Duration: 3210 * time.Millisecond}); got != "Published "+d+" in 3.2s" {
 		t.Errorf("success: %q", got)
 	}
-	if got := successMessage(&csync.Result{Digest: d, Action: csync.ActionPublished, Duration: 125 * time.Second}); got != "Published "+d+" in 2m5s" {
+	if got := successMessage(&pipeline.Result{Digest: d, Action: pipeline.ActionPublished, Duration: 125 * time.Second}); got != "Published "+d+" in 2m5s" {
 		t.Errorf("success: %q", got)
 	}
 }
@@ -48,8 +48,8 @@ func TestProgressMessages(t *testing.T) {
 // volatile parts of their errors differ.
 func TestFailureMessageIsStable(t *testing.T) {
 	tmp := filepath.Join(os.TempDir(), "catalogsync-spool-")
-	mk := func(port int, id, uuid, ts, spool string) *csync.Error {
-		return &csync.Error{Phase: csync.PhasePulling, Reason: csync.ReasonRegistry, Retryable: true,
+	mk := func(port int, id, uuid, ts, spool string) *pipeline.Error {
+		return &pipeline.Error{Phase: pipeline.PhasePulling, Reason: pipeline.ReasonRegistry, Retryable: true,
 			Err: fmt.Errorf("get layer: read tcp 127.0.0.1:%d->10.1.2.3:443: read: connection reset by peer; x-request-id: %s; trace %s at %s; spool %s%s:  ",
 				port, id, uuid, ts, tmp, spool)}
 	}
@@ -65,17 +65,17 @@ func TestFailureMessageIsStable(t *testing.T) {
 	// A failed S3 multipart upload: the upload id and the request's query
 	// change every attempt.
 	s3err := func(id string, part int) string {
-		return failureMessage(&csync.Error{Phase: csync.PhaseIndexing, Reason: csync.ReasonStorage, Retryable: true, Err: fmt.Errorf(
+		return failureMessage(&pipeline.Error{Phase: pipeline.PhaseIndexing, Reason: pipeline.ReasonStorage, Retryable: true, Err: fmt.Errorf(
 			`s3: put "c/catalog.jsonl": upload multipart failed, upload id: %s, cause: operation error S3: UploadPart, exceeded maximum number of attempts, 3, https response error StatusCode: 0, RequestID: , HostID: , request send failed, Put "http://store.example.test:9000/b/c/catalog.jsonl?partNumber=%d&uploadId=%s&x-id=UploadPart": connection reset by peer`, id, part, id)})
 	}
 	if a, b := s3err("Yzg1ZmE3MzItNTQ0M", 1), s3err("QmffpGV689CgFpceP", 2); a != b || strings.Contains(a, "RequestID") || strings.Contains(a, "x-id") || !strings.Contains(a, "store.example.test:9000/b/c/catalog.jsonl") {
 		t.Fatalf("S3 messages:\n%s\n%s", a, b)
 	}
 	// What tells causes apart stays.
-	if c := failureMessage(&csync.Error{Phase: csync.PhaseResolving, Reason: csync.ReasonRegistry, Err: errors.New("HEAD registry.example.test:5000/x:v1: 401 Unauthorized")}); !strings.Contains(c, "registry.example.test:5000") || !strings.Contains(c, "401") {
+	if c := failureMessage(&pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonRegistry, Err: errors.New("HEAD registry.example.test:5000/x:v1: 401 Unauthorized")}); !strings.Contains(c, "registry.example.test:5000") || !strings.Contains(c, "401") {
 		t.Fatalf("lost the host or the status: %q", c)
 	}
-	long := failureMessage(&csync.Error{Reason: csync.ReasonInternal, Err: errors.New(strings.Repeat("é", 3000))})
+	long := failureMessage(&pipeline.Error{Reason: pipeline.ReasonInternal, Err: errors.New(strings.Repeat("é", 3000))})
 	if len(long) > maxMessage || !strings.HasSuffix(long, "…") {
 		t.Fatalf("long message: %d bytes", len(long))
 	}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 var (
@@ -42,7 +42,7 @@ type Source struct {
 	log      *slog.Logger
 	resync   time.Duration
 
-	mu   stdsync.RWMutex
+	mu   sync.RWMutex
 	subs []func(name string)
 }
 
@@ -219,8 +219,8 @@ func (s *Source) List() []Catalog {
 // Catalogs returns the catalogs to keep synced: every ClusterCatalog
 // except those with availabilityMode Unavailable, which catalogd does not
 // unpack either. It makes a Source a sync.CatalogSet.
-func (s *Source) Catalogs() []csync.Catalog {
-	var out []csync.Catalog
+func (s *Source) Catalogs() []pipeline.Catalog {
+	var out []pipeline.Catalog
 	for _, c := range s.List() {
 		if !c.Unavailable() {
 			out = append(out, c.SyncCatalog())

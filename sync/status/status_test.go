@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -129,8 +129,8 @@ func testPhases(t *testing.T, c *cluster, r *registry) {
 	// A poll that finds the same digest changes nothing.
 	applies := s.settledApplies()
 	before := len(rec.versions())
-	res, err := r.pl.Run(context.Background(), csync.Catalog{Name: "phases", Image: ref}, s.w)
-	if err != nil || res.Action != csync.ActionUpToDate {
+	res, err := r.pl.Run(context.Background(), pipeline.Catalog{Name: "phases", Image: ref}, s.w)
+	if err != nil || res.Action != pipeline.ActionUpToDate {
 		t.Fatalf("re-sync: %v %v, want UpToDate", res.Action, err)
 	}
 	time.Sleep(2 * time.Second)
@@ -163,7 +163,7 @@ func testRetrying(t *testing.T, c *cluster, r *registry) {
 	c.create(t, "flaky", ref)
 
 	first := s.waitSyncs("flaky", 1, 30*time.Second)[0]
-	if se, ok := csync.AsError(first.err); !ok || !se.Retryable {
+	if se, ok := pipeline.AsError(first.err); !ok || !se.Retryable {
 		r.proxy.Clear()
 		t.Fatalf("first sync: %v, want a retryable failure", first.err)
 	}
@@ -174,7 +174,7 @@ func testRetrying(t *testing.T, c *cluster, r *registry) {
 	})
 	msg := retrying.cond(TypeProgressing).Message
 	t.Logf("Retrying message: %q (%v after the first failure)", msg, retrying.at.Sub(first.at).Round(time.Millisecond))
-	if !strings.HasPrefix(msg, csync.ReasonRegistry+" while resolving: ") || !strings.Contains(msg, "503") || strings.Contains(msg, "->") {
+	if !strings.HasPrefix(msg, pipeline.ReasonRegistry+" while resolving: ") || !strings.Contains(msg, "503") || strings.Contains(msg, "->") {
 		t.Errorf("Retrying message %q: want the reason, the phase and the 503", msg)
 	}
 	if sv := retrying.cond(TypeServing); sv.Status != metav1.ConditionFalse || sv.Reason != ReasonUnavailable {
@@ -239,7 +239,7 @@ func testBlocked(t *testing.T, c *cluster, r *registry) {
 	})
 	p := blocked.cond(TypeProgressing)
 	t.Logf("Blocked message: %q", p.Message)
-	if p.ObservedGeneration != 2 || !strings.HasPrefix(p.Message, csync.ReasonMissingLabel+" while pulling: ") || !strings.Contains(p.Message, imagebuild.ConfigsLabel) {
+	if p.ObservedGeneration != 2 || !strings.HasPrefix(p.Message, pipeline.ReasonMissingLabel+" while pulling: ") || !strings.Contains(p.Message, imagebuild.ConfigsLabel) {
 		t.Errorf("Progressing %+v: want generation 2 and the missing label", p)
 	}
 	sv := blocked.cond(TypeServing)
@@ -253,7 +253,7 @@ func testBlocked(t *testing.T, c *cluster, r *registry) {
 	// The status is written before the sync returns (its lease waits for it).
 	if d := s.waitSyncs("pinned", 2, 30*time.Second); len(d) != 2 {
 		t.Errorf("%d syncs, want 2", len(d))
-	} else if se, ok := csync.AsError(d[1].err); !ok || se.Retryable {
+	} else if se, ok := pipeline.AsError(d[1].err); !ok || se.Retryable {
 		t.Errorf("second sync: %v, want a terminal failure", d[1].err)
 	}
 
@@ -418,7 +418,7 @@ func TestServingFromStorageWithoutSync(t *testing.T) {
 	c := startCluster(t)
 	r := startRegistry(t)
 	ref, digest := r.push("prior/catalog:v1", catalogImage(t, "tiny"))
-	if _, err := r.pl.Run(context.Background(), csync.Catalog{Name: "prior", Image: ref}); err != nil {
+	if _, err := r.pl.Run(context.Background(), pipeline.Catalog{Name: "prior", Image: ref}); err != nil {
 		t.Fatal(err)
 	}
 	c.create(t, "prior", ref)

@@ -27,7 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // GVR is the ClusterCatalog resource.
@@ -87,8 +88,8 @@ type Catalog struct {
 func (c Catalog) Unavailable() bool { return c.AvailabilityMode == AvailabilityModeUnavailable }
 
 // SyncCatalog is c as the sync pipeline takes it.
-func (c Catalog) SyncCatalog() csync.Catalog {
-	return csync.Catalog{Name: c.Name, Image: c.Image, PollInterval: c.PollInterval}
+func (c Catalog) SyncCatalog() pipeline.Catalog {
+	return pipeline.Catalog{Name: c.Name, Image: c.Image, PollInterval: c.PollInterval}
 }
 
 // Status is a ClusterCatalog's status, the fields the Writer owns.
@@ -191,7 +192,7 @@ func parseObject(u *unstructured.Unstructured) (object, error) {
 		default:
 			return o, fmt.Errorf("%w: %s: spec.source.image.pollIntervalMinutes is %T", ErrMalformed, o.cat.Name, v)
 		}
-		if o.cat.PollInterval, err = csync.PollInterval(minutes); err != nil {
+		if o.cat.PollInterval, err = engine.PollInterval(minutes); err != nil {
 			return o, fmt.Errorf("%w: %s: spec.source.image.%v", ErrMalformed, o.cat.Name, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -27,20 +27,20 @@ func TestWaitingForSlotIsShown(t *testing.T) {
 	r.proxy.Inject(servers.Throttle(max(layerSize(t, img)/4, 1)), 1, servers.BlobGET)
 	defer r.proxy.Clear()
 
-	var engine *csync.Engine
+	var eng *engine.Engine
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src := NewSource(c.dyn, WithOnChange(func(name string) { _, _ = engine.Trigger(ctx, name, "clustercatalog") }))
+	src := NewSource(c.dyn, WithOnChange(func(name string) { _, _ = eng.Trigger(ctx, name, "clustercatalog") }))
 	w, err := NewWriter(c.dyn, src, r.store, testBaseURL, WithWriterLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine = csync.NewEngine(r.pl, src, r.store, csync.WithMaxConcurrent(1), csync.WithObservers(w), csync.WithSettle(0, 0))
-	engine.Start(ctx)
+	eng = engine.New(r.pl, src, r.store, engine.WithMaxConcurrent(1), engine.WithObservers(w), engine.WithSettle(0, 0))
+	eng.Start(ctx)
 	done := make(chan struct{}, 2)
 	go func() { src.Run(ctx); done <- struct{}{} }()
 	go func() { w.Run(ctx); done <- struct{}{} }()
-	defer func() { cancel(); <-done; <-done; engine.Wait() }()
+	defer func() { cancel(); <-done; <-done; eng.Wait() }()
 	if err := src.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestWaitingForSlotIsShown(t *testing.T) {
 	rec := record(t, c, "waiting")
 	c.create(t, "slow", slowRef)
 	if err := eventually(20*time.Second, func() error {
-		if st, _ := engine.State("slow"); st.Running == nil || st.Running.State != csync.OpRunning {
+		if st, _ := eng.State("slow"); st.Running == nil || st.Running.State != engine.OpRunning {
 			return context.DeadlineExceeded
 		}
 		return nil
@@ -60,7 +60,7 @@ func TestWaitingForSlotIsShown(t *testing.T) {
 		return strings.HasPrefix(v.cond(TypeProgressing).Message, "Waiting for a free sync slot")
 	})
 	t.Logf("while the slot is taken: %q", v.cond(TypeProgressing).Message)
-	if st, _ := engine.State("slow"); st.Last != nil {
+	if st, _ := eng.State("slow"); st.Last != nil {
 		t.Fatal("the slow sync ended before the wait was seen: nothing proven")
 	}
 	rec.wait(60*time.Second, "Published and Serving", func(v seen) bool {

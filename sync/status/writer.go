@@ -11,7 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +23,8 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 var (
@@ -61,7 +62,7 @@ type Writer struct {
 	replica  string
 	interval time.Duration
 	quiet    time.Duration
-	backoff  csync.Backoff
+	backoff  backoff.Backoff
 	timeout  time.Duration
 	workers  int
 	log      *slog.Logger
@@ -70,7 +71,7 @@ type Writer struct {
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	running bool
 	entries map[string]*entry
 	stats   Stats
@@ -120,7 +121,7 @@ func WithQuietPeriod(d time.Duration) WriterOption { return func(w *Writer) { w.
 
 // WithApplyBackoff sets the retry delays after a failed apply (default
 // 200 ms to 5 s).
-func WithApplyBackoff(b csync.Backoff) WriterOption { return func(w *Writer) { w.backoff = b } }
+func WithApplyBackoff(b backoff.Backoff) WriterOption { return func(w *Writer) { w.backoff = b } }
 
 // WithRequestTimeout bounds each request to the apiserver and to storage
 // (default 10 s).
@@ -163,7 +164,7 @@ func NewWriter(client dynamic.Interface, src *Source, store storage.Store, baseU
 		replica:  cmp.Or(os.Getenv("POD_NAME"), host, "catalogsync"),
 		interval: time.Second,
 		quiet:    time.Second,
-		backoff:  csync.Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second},
+		backoff:  backoff.Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second},
 		timeout:  10 * time.Second,
 		workers:  4,
 		log:      slog.New(slog.DiscardHandler),
@@ -264,7 +265,7 @@ func (w *Writer) Run(ctx context.Context) error {
 	}
 	w.running = true
 	w.mu.Unlock()
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	for range w.workers {
 		wg.Go(func() {
 			for w.processNext(ctx) {
@@ -326,7 +327,7 @@ func (w *Writer) processNext(ctx context.Context) bool {
 
 // Observe records a sync event; a worker applies it. It only takes a
 // lock, so it never holds up the sync.
-func (w *Writer) Observe(e csync.Event) {
+func (w *Writer) Observe(e pipeline.Event) {
 	o, ok := w.src.get(e.Catalog)
 	if !ok {
 		return // not a ClusterCatalog (any more): nothing to report on
@@ -358,16 +359,16 @@ func (w *Writer) Observe(e csync.Event) {
 		gen = en.attemptGen
 	}
 	switch e.Phase {
-	case csync.PhasePublished:
+	case pipeline.PhasePublished:
 		p := &progress{status: metav1.ConditionTrue, reason: ReasonSucceeded, generation: gen, key: "succeeded"}
 		if e.Result != nil {
 			p.digest = e.Result.Digest
 			p.message = successMessage(e.Result)
-			p.upToDate = e.Result.Action == csync.ActionUpToDate
+			p.upToDate = e.Result.Action == pipeline.ActionUpToDate
 		}
 		en.outcome, en.live, en.endedAt = p, nil, e.Time
 		en.ptrStale = true
-	case csync.PhaseFailed:
+	case pipeline.PhaseFailed:
 		p := &progress{status: metav1.ConditionTrue, reason: ReasonRetrying, generation: gen, key: "failed", failed: true}
 		if e.Err != nil {
 			p.message = failureMessage(e.Err)
@@ -387,7 +388,7 @@ func (w *Writer) Observe(e csync.Event) {
 		if failedBefore {
 			p.reason = ReasonRetrying
 		}
-		if e.Phase == csync.PhasePulling {
+		if e.Phase == pipeline.PhasePulling {
 			p.key = fmt.Sprintf("%s/%d", e.Phase, e.Layer)
 		}
 		en.live = p
@@ -399,7 +400,7 @@ func (w *Writer) Observe(e csync.Event) {
 // or a lease whose holder stopped renewing it), so the status says so
 // within a second. A wait on a live holder's lease is not shown: the
 // holder reports the catalog.
-func (w *Writer) ObserveWait(wt csync.Wait) {
+func (w *Writer) ObserveWait(wt pipeline.Wait) {
 	o, ok := w.src.get(wt.Catalog)
 	if !ok {
 		return
@@ -407,7 +408,7 @@ func (w *Writer) ObserveWait(wt csync.Wait) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	en := w.entryLocked(wt.Catalog)
-	if wt.Over || (wt.Reason == csync.WaitLease && !wt.Stalled) {
+	if wt.Over || (wt.Reason == pipeline.WaitLease && !wt.Stalled) {
 		if en.waiting != nil && (wt.Over || en.waiting.key == "wait/"+string(wt.Reason)) {
 			en.waiting = nil
 			w.signal(en)

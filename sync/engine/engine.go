@@ -1,4 +1,7 @@
-package sync
+// Package engine decides when syncs run: it coalesces triggers into at
+// most one running and one queued sync per catalog, bounds concurrency and
+// the rate per registry, retries with backoff and polls what is due.
+package engine
 
 import (
 	"context"
@@ -8,13 +11,15 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -25,13 +30,13 @@ var ErrUnknownCatalog = errors.New("unknown catalog")
 // CatalogSet is the configured catalogs: a static config file, or the
 // cluster's ClusterCatalogs. It is read at each use, so changes apply.
 type CatalogSet interface {
-	Catalogs() []Catalog
+	Catalogs() []pipeline.Catalog
 }
 
 // StaticCatalogs is a fixed CatalogSet.
-type StaticCatalogs []Catalog
+type StaticCatalogs []pipeline.Catalog
 
-func (s StaticCatalogs) Catalogs() []Catalog { return s }
+func (s StaticCatalogs) Catalogs() []pipeline.Catalog { return s }
 
 // OpState is where an operation stands.
 type OpState string
@@ -56,14 +61,14 @@ type Operation struct {
 	Started     time.Time `json:"started,omitzero"`
 	Finished    time.Time `json:"finished,omitzero"`
 	// Progress is the last event seen while running.
-	Progress *Event  `json:"progress,omitempty"`
-	Result   *Result `json:"result,omitempty"`
-	Error    *Error  `json:"error,omitempty"`
+	Progress *pipeline.Event  `json:"progress,omitempty"`
+	Result   *pipeline.Result `json:"result,omitempty"`
+	Error    *pipeline.Error  `json:"error,omitempty"`
 }
 
 // CatalogState is what the engine knows of one catalog right now.
 type CatalogState struct {
-	Catalog Catalog
+	Catalog pipeline.Catalog
 	// Running and Queued are the current and next operation, if any.
 	Running, Queued *Operation
 	// Last is the last finished operation.
@@ -74,11 +79,11 @@ type CatalogState struct {
 	Failures int
 }
 
-// EngineOption configures an Engine.
-type EngineOption func(*Engine)
+// Option configures an Engine.
+type Option func(*Engine)
 
 // WithMaxConcurrent caps syncs running at once over all catalogs.
-func WithMaxConcurrent(n int) EngineOption {
+func WithMaxConcurrent(n int) Option {
 	return func(e *Engine) {
 		if n > 0 {
 			e.slots = make(chan struct{}, n)
@@ -88,34 +93,34 @@ func WithMaxConcurrent(n int) EngineOption {
 
 // WithRegistryRate limits how often syncs may start against one registry
 // host (per second, with a burst). A sync that must wait stays queued.
-func WithRegistryRate(perSecond float64, burst int) EngineOption {
+func WithRegistryRate(perSecond float64, burst int) Option {
 	return func(e *Engine) { e.regRate, e.regBurst = rate.Limit(perSecond), max(burst, 1) }
 }
 
 // WithBackoff sets the retry backoff for failed syncs.
-func WithBackoff(b Backoff) EngineOption { return func(e *Engine) { e.backoff = b } }
+func WithBackoff(b backoff.Backoff) Option { return func(e *Engine) { e.backoff = b } }
 
 // WithObservers adds observers to every sync the engine runs.
-func WithObservers(obs ...Observer) EngineOption {
+func WithObservers(obs ...pipeline.Observer) Option {
 	return func(e *Engine) { e.observers = append(e.observers, obs...) }
 }
 
-// WithEngineLogger sets the logger.
-func WithEngineLogger(l *slog.Logger) EngineOption { return func(e *Engine) { e.log = l } }
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
 // WithSettle makes a queued sync wait until triggers have been quiet for
 // settle (at most maxSettle after the first), so the burst of events one
 // push makes (a multi-arch image sends one per platform, then the index)
 // ends in one sync. 0 starts at once.
-func WithSettle(settle, maxSettle time.Duration) EngineOption {
+func WithSettle(settle, maxSettle time.Duration) Option {
 	return func(e *Engine) { e.settle, e.maxSettle = max(settle, 0), max(maxSettle, settle) }
 }
 
-// WithEngineClock replaces time.Now for due-ness (tests).
-func WithEngineClock(now func() time.Time) EngineOption { return func(e *Engine) { e.now = now } }
+// WithClock replaces time.Now for due-ness (tests).
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
 
 // WithHistory sets how many finished operations are kept for lookups.
-func WithHistory(n int) EngineOption {
+func WithHistory(n int) Option {
 	return func(e *Engine) {
 		if n > 0 {
 			e.history = n
@@ -128,7 +133,7 @@ func WithHistory(n int) EngineOption {
 // the queued one resolves the newest digest when it starts, so no trigger
 // is lost and none causes a redundant pull. It is safe for concurrent use.
 type Engine struct {
-	pl        *Pipeline
+	pl        *pipeline.Pipeline
 	settle    time.Duration
 	maxSettle time.Duration
 	set       CatalogSet
@@ -136,20 +141,20 @@ type Engine struct {
 	slots     chan struct{}
 	regRate   rate.Limit
 	regBurst  int
-	backoff   Backoff
+	backoff   backoff.Backoff
 	history   int
 	log       *slog.Logger
 	now       func() time.Time
 
-	observers []Observer
+	observers []pipeline.Observer
 
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	states   map[string]*catalogState
 	ops      map[string]*Operation
 	finished []string // op ids in finishing order, for trimming
 	limiters map[string]*rate.Limiter
 	ctx      context.Context
-	wg       stdsync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 type catalogState struct {
@@ -162,9 +167,9 @@ type catalogState struct {
 	failures  int
 }
 
-// NewEngine returns an Engine that runs syncs with pl for the catalogs of
+// New returns an Engine that runs syncs with pl for the catalogs of
 // set, reading poll records from store.
-func NewEngine(pl *Pipeline, set CatalogSet, store storage.Store, opts ...EngineOption) *Engine {
+func New(pl *pipeline.Pipeline, set CatalogSet, store storage.Store, opts ...Option) *Engine {
 	e := &Engine{
 		pl:        pl,
 		set:       set,
@@ -174,7 +179,7 @@ func NewEngine(pl *Pipeline, set CatalogSet, store storage.Store, opts ...Engine
 		maxSettle: 5 * time.Second,
 		regRate:   rate.Inf,
 		regBurst:  1,
-		backoff:   DefaultBackoff,
+		backoff:   backoff.Default,
 		history:   1000,
 		log:       slog.New(slog.DiscardHandler),
 		now:       time.Now,
@@ -210,13 +215,13 @@ func (e *Engine) Start(ctx context.Context) {
 // Wait blocks until every started sync has returned.
 func (e *Engine) Wait() { e.wg.Wait() }
 
-func (e *Engine) lookup(name string) (Catalog, bool) {
+func (e *Engine) lookup(name string) (pipeline.Catalog, bool) {
 	for _, c := range e.set.Catalogs() {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return Catalog{}, false
+	return pipeline.Catalog{}, false
 }
 
 // Trigger asks for a sync of the named catalog and returns the operation
@@ -265,7 +270,7 @@ func (e *Engine) state(name string) *catalogState {
 
 // startLocked starts the queued operation once it has settled: until
 // then it stays queued, so further triggers join it.
-func (e *Engine) startLocked(c Catalog, st *catalogState) {
+func (e *Engine) startLocked(c pipeline.Catalog, st *catalogState) {
 	op := st.queued
 	ctx := e.ctx
 	e.wg.Add(1)
@@ -289,35 +294,35 @@ func (e *Engine) startLocked(c Catalog, st *catalogState) {
 	}()
 }
 
-func (e *Engine) run(ctx context.Context, c Catalog, op *Operation) {
+func (e *Engine) run(ctx context.Context, c pipeline.Catalog, op *Operation) {
 	// The sync lease first, so that this replica alone reports the
 	// catalog while it waits for a slot and the registry's rate.
 	ctx, release, err := e.pl.HoldLease(ctx, c.Name, e.observers)
 	if err != nil {
-		se, ok := AsError(err)
+		se, ok := pipeline.AsError(err)
 		if !ok {
-			se = &Error{Phase: PhaseResolving, Reason: ReasonInternal, Retryable: true, Err: err}
+			se = &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonInternal, Retryable: true, Err: err}
 		}
-		e.finish(c, op, Result{}, se)
+		e.finish(c, op, pipeline.Result{}, se)
 		return
 	}
 	defer release()
 	// Wait for a slot and the registry's rate while staying "Queued" to
 	// the outside; the operation cannot be lost while it waits.
 	if err := e.waitSlot(ctx, c); err != nil {
-		e.finish(c, op, Result{}, &Error{Phase: PhaseResolving, Reason: ReasonCanceled, Retryable: true, Err: err})
+		e.finish(c, op, pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonCanceled, Retryable: true, Err: err})
 		return
 	}
 	defer func() { <-e.slots }()
 	if err := e.waitRate(ctx, c); err != nil {
-		e.finish(c, op, Result{}, &Error{Phase: PhaseResolving, Reason: ReasonCanceled, Retryable: true, Err: err})
+		e.finish(c, op, pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonCanceled, Retryable: true, Err: err})
 		return
 	}
 	e.mu.Lock()
 	op.State, op.Started = OpRunning, e.now()
 	e.mu.Unlock()
 
-	track := ObserverFunc(func(ev Event) {
+	track := pipeline.ObserverFunc(func(ev pipeline.Event) {
 		e.mu.Lock()
 		if op.State == OpRunning {
 			ev := ev
@@ -325,17 +330,17 @@ func (e *Engine) run(ctx context.Context, c Catalog, op *Operation) {
 		}
 		e.mu.Unlock()
 	})
-	res, err := e.pl.Run(ctx, c, append([]Observer{track}, e.observers...)...)
-	se, _ := AsError(err)
+	res, err := e.pl.Run(ctx, c, append([]pipeline.Observer{track}, e.observers...)...)
+	se, _ := pipeline.AsError(err)
 	if err != nil && se == nil {
-		se = &Error{Phase: PhaseFailed, Reason: ReasonInternal, Retryable: true, Err: err}
+		se = &pipeline.Error{Phase: pipeline.PhaseFailed, Reason: pipeline.ReasonInternal, Retryable: true, Err: err}
 	}
 	e.finish(c, op, res, se)
 }
 
 // finish records the outcome, plans a retry for a retryable failure, and
 // starts the queued operation if one arrived meanwhile.
-func (e *Engine) finish(c Catalog, op *Operation, res Result, se *Error) {
+func (e *Engine) finish(c pipeline.Catalog, op *Operation, res pipeline.Result, se *pipeline.Error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.state(c.Name)
@@ -366,7 +371,7 @@ func (e *Engine) finish(c Catalog, op *Operation, res Result, se *Error) {
 			q := st.queued
 			st.queued = nil
 			q.State, q.Finished = OpFailed, e.now()
-			q.Error = &Error{Phase: PhaseResolving, Reason: ReasonInvalidRef, Err: fmt.Errorf("%w %q: removed while queued", ErrUnknownCatalog, c.Name)}
+			q.Error = &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonInvalidRef, Err: fmt.Errorf("%w %q: removed while queued", ErrUnknownCatalog, c.Name)}
 		}
 		return
 	}
@@ -405,7 +410,7 @@ func (e *Engine) limiter(image string) *rate.Limiter {
 // interval has passed since the last poll recorded in storage (so any
 // replica, or a fresh process, agrees). Digest-pinned catalogs are due only
 // until they are published.
-func (e *Engine) Due(ctx context.Context, c Catalog) (bool, error) {
+func (e *Engine) Due(ctx context.Context, c pipeline.Catalog) (bool, error) {
 	ptr, _, err := catalog.Current(ctx, e.store, c.Name)
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
@@ -465,7 +470,7 @@ func (e *Engine) RunScheduler(ctx context.Context, every time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(jitter(every)):
+		case <-time.After(backoff.Jitter(every)):
 		}
 	}
 }

@@ -1,10 +1,10 @@
-// Package sync turns a catalog image into a published catalog: resolve the
-// tag (one HEAD), skip what is already published or stored, otherwise
-// stream the layers, unpack, parse and validate the FBC, write the catalog
-// and its index, and swap the pointer. Every decision reads the actual
-// state (the registry's digest, the stored pointer), never a status
-// written earlier.
-package sync
+// Package pipeline runs one sync: it turns a catalog image into a
+// published catalog. Resolve the tag (one HEAD), skip what is already
+// published or stored, otherwise stream the layers, unpack, parse and
+// validate the FBC, write the catalog and its index, and swap the pointer.
+// Every decision reads the actual state (the registry's digest, the
+// stored pointer), never a status written earlier.
+package pipeline
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -88,14 +88,14 @@ type Pipeline struct {
 	sigs      SignatureChecker
 }
 
-// PipelineOption configures a Pipeline.
-type PipelineOption func(*Pipeline)
+// Option configures a Pipeline.
+type Option func(*Pipeline)
 
 // WithLimits sets the caps applied to images.
-func WithLimits(l unpack.Limits) PipelineOption { return func(p *Pipeline) { p.limits = l } }
+func WithLimits(l unpack.Limits) Option { return func(p *Pipeline) { p.limits = l } }
 
 // WithWorkers sets how many files are parsed at once (default GOMAXPROCS).
-func WithWorkers(n int) PipelineOption {
+func WithWorkers(n int) Option {
 	return func(p *Pipeline) {
 		if n > 0 {
 			p.workers = n
@@ -106,7 +106,7 @@ func WithWorkers(n int) PipelineOption {
 // WithFileBudget caps the bytes of files read ahead of their parsing
 // (default 8 MiB); files larger than inline (default 4 MiB) are parsed as
 // they stream instead.
-func WithFileBudget(budget, inline int64) PipelineOption {
+func WithFileBudget(budget, inline int64) Option {
 	return func(p *Pipeline) {
 		if budget > 0 {
 			p.budget = budget
@@ -118,15 +118,15 @@ func WithFileBudget(budget, inline int64) PipelineOption {
 }
 
 // WithTempDir sets where the spool file lives (default os.TempDir()).
-func WithTempDir(dir string) PipelineOption { return func(p *Pipeline) { p.tmpDir = dir } }
+func WithTempDir(dir string) Option { return func(p *Pipeline) { p.tmpDir = dir } }
 
 // WithLogger sets the logger.
-func WithLogger(l *slog.Logger) PipelineOption { return func(p *Pipeline) { p.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(p *Pipeline) { p.log = l } }
 
 // WithReplica names this replica in the store's sync leases (default: the
 // host name). The name is for people (logs, status); a lease belongs to
 // one process whatever its name (catalog.LeaseHolder).
-func WithReplica(id string) PipelineOption {
+func WithReplica(id string) Option {
 	return func(p *Pipeline) {
 		if id != "" {
 			p.holder.Replica = id
@@ -137,18 +137,18 @@ func WithReplica(id string) PipelineOption {
 // WithLeaseTTL sets how long a sync lease lasts unrenewed (default
 // catalog.DefaultLeaseTTL): how long a replica that died mid-sync delays
 // the others.
-func WithLeaseTTL(d time.Duration) PipelineOption { return func(p *Pipeline) { p.leaseTTL = d } }
+func WithLeaseTTL(d time.Duration) Option { return func(p *Pipeline) { p.leaseTTL = d } }
 
 // WithOnPublish calls f right after a sync moved (or found) the catalog's
 // pointer, before its Published event goes to observers: a server drops
 // its cached copy there, so nobody told "published" reads the old one.
-func WithOnPublish(f func(name string)) PipelineOption { return func(p *Pipeline) { p.onPublish = f } }
+func WithOnPublish(f func(name string)) Option { return func(p *Pipeline) { p.onPublish = f } }
 
 // WithClock replaces time.Now (tests).
-func WithClock(now func() time.Time) PipelineOption { return func(p *Pipeline) { p.now = now } }
+func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now = now } }
 
-// NewPipeline returns a Pipeline reading images from src into store.
-func NewPipeline(src *source.Source, store storage.Store, opts ...PipelineOption) *Pipeline {
+// New returns a Pipeline reading images from src into store.
+func New(src *source.Source, store storage.Store, opts ...Option) *Pipeline {
 	p := &Pipeline{
 		src:     src,
 		store:   store,
@@ -347,7 +347,7 @@ type fileResult struct {
 // spool holds parsed objects on local disk until the final file order is
 // known, so memory does not grow with the catalog.
 type spool struct {
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	f       *os.File
 	w       *bufio.Writer
 	size    int64
@@ -408,9 +408,9 @@ func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved
 	sp := &spool{f: f, w: bufio.NewWriterSize(f, 256<<10)}
 
 	var (
-		mu      stdsync.Mutex
+		mu      sync.Mutex
 		results = map[string]*fileResult{}
-		wg      stdsync.WaitGroup
+		wg      sync.WaitGroup
 		sem     = semaphore.NewWeighted(p.budget)
 		workers = semaphore.NewWeighted(int64(p.workers))
 		fileErr error // a spool write failure: fatal, unlike parse errors

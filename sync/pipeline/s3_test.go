@@ -1,4 +1,4 @@
-package sync_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -9,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -79,7 +79,7 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srcs.Close()
-	pl := csync.NewPipeline(srcs, store, csync.WithTempDir(t.TempDir()))
+	pl := pipeline.New(srcs, store, pipeline.WithTempDir(t.TempDir()))
 
 	layout := filepath.Join(t.TempDir(), "layout")
 	ref := "ocidir://" + layout + ":v1"
@@ -89,7 +89,7 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := pl.Run(ctx, csync.Catalog{Name: "c", Image: ref}); err != nil || res.Digest != oldDigest {
+	if res, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil || res.Digest != oldDigest {
 		t.Fatalf("first sync: %+v, %v", res, err)
 	}
 	old := s3ReadAll(t, store, "c")
@@ -109,18 +109,18 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	firstPart := make(chan struct{})
-	var once stdsync.Once
+	var once sync.Once
 	proxy.Inject(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		once.Do(func() { close(firstPart) })
 		next.ServeHTTP(w, r)
 	}, 1, "UploadPart")
 	type outcome struct {
-		res csync.Result
+		res pipeline.Result
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := pl.Run(ctx, csync.Catalog{Name: "c", Image: ref})
+		res, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref})
 		done <- outcome{res, err}
 	}()
 	select {
@@ -130,8 +130,8 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 	}
 	m.Stop()
 	o := <-done
-	se, ok := csync.AsError(o.err)
-	if !ok || !se.Retryable || se.Reason != csync.ReasonStorage {
+	se, ok := pipeline.AsError(o.err)
+	if !ok || !se.Retryable || se.Reason != pipeline.ReasonStorage {
 		t.Fatalf("sync with MinIO stopped: %v, want a retryable storage error", o.err)
 	}
 	t.Logf("failed as expected: %v", o.err)
@@ -154,8 +154,8 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 		t.Fatalf("no upload left by the interrupted Put (%v): this test would prove nothing", err)
 	}
 
-	res, err := pl.Run(ctx, csync.Catalog{Name: "c", Image: ref})
-	if err != nil || res.Action != csync.ActionPublished || res.Digest != newDigest {
+	res, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref})
+	if err != nil || res.Action != pipeline.ActionPublished || res.Digest != newDigest {
 		t.Fatalf("retry: %+v, %v", res, err)
 	}
 	got := s3ReadAll(t, store, "c")

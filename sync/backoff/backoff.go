@@ -1,10 +1,10 @@
-package sync
+// Package backoff computes the jittered retry delays that the engine, the
+// status writer and the event publisher share.
+package backoff
 
 import (
 	"math/rand/v2"
 	"time"
-
-	"github.com/catalogsync/catalogsync/sync/source"
 )
 
 // Backoff computes retry delays: exponential from Min to Max with ±20%
@@ -13,8 +13,8 @@ type Backoff struct {
 	Min, Max time.Duration
 }
 
-// DefaultBackoff starts at one second and caps at five minutes.
-var DefaultBackoff = Backoff{Min: time.Second, Max: 5 * time.Minute}
+// Default starts at one second and caps at five minutes.
+var Default = Backoff{Min: time.Second, Max: 5 * time.Minute}
 
 // Delay returns the wait before retry number attempt (0-based), never less
 // than what the registry asked for.
@@ -28,11 +28,8 @@ func (b Backoff) Delay(attempt int, retryAfter time.Duration) time.Duration {
 	return max(d, retryAfter)
 }
 
-func jitter(d time.Duration) time.Duration {
+// Jitter spreads a period by ±10%, so replicas started together do not
+// tick together.
+func Jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
-}
-
-func pinned(image string) bool {
-	_, ok, _ := source.Pin(image)
-	return ok
 }

@@ -1,4 +1,4 @@
-package sync
+package pipeline
 
 import (
 	"context"
@@ -21,7 +21,7 @@ type SignatureChecker interface {
 // WithSignatureCheck requires every image to pass c before it is pulled
 // or published. A failure is terminal: the catalog stays at what it
 // served.
-func WithSignatureCheck(c SignatureChecker) PipelineOption {
+func WithSignatureCheck(c SignatureChecker) Option {
 	return func(p *Pipeline) { p.sigs = c }
 }
 

@@ -1,4 +1,4 @@
-package sync
+package pipeline
 
 import (
 	"context"
@@ -52,7 +52,8 @@ type Flusher interface {
 // flushWait bounds how long a released lease waits for observers.
 const flushWait = 2 * time.Second
 
-func notifyWait(obs []Observer, w Wait) {
+// NotifyWait tells the observers that hear of waits (WaitObserver) of w.
+func NotifyWait(obs []Observer, w Wait) {
 	if w.Time.IsZero() {
 		w.Time = time.Now()
 	}

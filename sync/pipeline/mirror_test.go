@@ -1,4 +1,4 @@
-package sync_test
+package pipeline_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -41,7 +41,7 @@ func newMirrorEnv(t *testing.T) *mirrorEnv {
 
 // pipeline syncs through the proxies with registries.conf content conf
 // (%[1]s is the source's proxy, %[2]s the mirror's).
-func (e *mirrorEnv) pipeline(t *testing.T, conf string) *csync.Pipeline {
+func (e *mirrorEnv) pipeline(t *testing.T, conf string) *pipeline.Pipeline {
 	path := filepath.Join(t.TempDir(), "registries.conf")
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(conf, e.srcProxy.Host, e.mirProxy.Host)), 0o644); err != nil {
 		t.Fatal(err)
@@ -62,13 +62,13 @@ func (e *mirrorEnv) pipeline(t *testing.T, conf string) *csync.Pipeline {
 	}
 	e.srcProxy.ResetCounts()
 	e.mirProxy.ResetCounts()
-	return csync.NewPipeline(src, st, csync.WithTempDir(t.TempDir()))
+	return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()))
 }
 
-func (e *mirrorEnv) run(pl *csync.Pipeline, image string) (csync.Result, error) {
+func (e *mirrorEnv) run(pl *pipeline.Pipeline, image string) (pipeline.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return pl.Run(ctx, csync.Catalog{Name: "cat", Image: image})
+	return pl.Run(ctx, pipeline.Catalog{Name: "cat", Image: image})
 }
 
 func total(p *servers.Proxy) int {
@@ -170,7 +170,7 @@ blocked = true
 location = "%[2]s/mirror"
 `)
 	_, err := e.run(pl, e.srcProxy.Host+"/acme/catalog:v1")
-	se, ok := csync.AsError(err)
+	se, ok := pipeline.AsError(err)
 	if !ok || se.Retryable || !errors.Is(err, source.ErrBlocked) {
 		t.Fatalf("blocked: %v", err)
 	}

@@ -1,4 +1,4 @@
-package sync_test
+package engine_test
 
 import (
 	"context"
@@ -6,29 +6,31 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	stdsync "sync"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
 // syncLog records when syncs start and end, and how many overlap.
 type syncLog struct {
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	starts   []time.Time
-	terminal []csync.Event
+	terminal []pipeline.Event
 }
 
-func (l *syncLog) Observe(e csync.Event) {
+func (l *syncLog) Observe(e pipeline.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case e.Phase == csync.PhaseResolving:
+	case e.Phase == pipeline.PhaseResolving:
 		l.starts = append(l.starts, e.Time)
 	case e.Terminal():
 		l.terminal = append(l.terminal, e)
@@ -101,15 +103,15 @@ func TestEngineStormCoalesces(t *testing.T) {
 	// Slow the registry so the storm arrives while the first sync runs.
 	e.proxy.Inject(servers.Delay(300*time.Millisecond), 0, servers.ManifestHEAD)
 	log := &syncLog{}
-	eng := csync.NewEngine(e.pl, csync.StaticCatalogs{{Name: "storm", Image: ref}}, e.store, csync.WithObservers(log))
+	eng := engine.New(e.pl, engine.StaticCatalogs{{Name: "storm", Image: ref}}, e.store, engine.WithObservers(log))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); eng.Wait() }()
 	eng.Start(ctx)
 
 	var newest string
 	var acks []time.Duration
-	var wg stdsync.WaitGroup
-	var mu stdsync.Mutex
+	var wg sync.WaitGroup
+	var mu sync.Mutex
 	for i := range 1000 {
 		if i == 500 {
 			_, newest = e.push("storm/c:v1", threePkgImage(t))
@@ -150,8 +152,8 @@ func TestEngineRetriesWithBackoff(t *testing.T) {
 	ref, digest := e.push("retry/c:v1", tinyImage(t))
 	e.proxy.Inject(servers.Status(503), 0)
 	log := &syncLog{}
-	eng := csync.NewEngine(e.pl, csync.StaticCatalogs{{Name: "r", Image: ref}}, e.store,
-		csync.WithObservers(log), csync.WithBackoff(csync.Backoff{Min: 50 * time.Millisecond, Max: 200 * time.Millisecond}))
+	eng := engine.New(e.pl, engine.StaticCatalogs{{Name: "r", Image: ref}}, e.store,
+		engine.WithObservers(log), engine.WithBackoff(backoff.Backoff{Min: 50 * time.Millisecond, Max: 200 * time.Millisecond}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); eng.Wait() }()
 	eng.Start(ctx)
@@ -164,13 +166,13 @@ func TestEngineRetriesWithBackoff(t *testing.T) {
 	if st.Failures < 2 || st.Last == nil || st.Last.Error == nil || !st.Last.Error.Retryable {
 		t.Fatalf("state %+v", st)
 	}
-	if first, ok := eng.Operation(op.ID); !ok || first.State != csync.OpFailed || first.Error.Reason != csync.ReasonRegistry {
+	if first, ok := eng.Operation(op.ID); !ok || first.State != engine.OpFailed || first.Error.Reason != pipeline.ReasonRegistry {
 		t.Fatalf("first operation %+v", first)
 	}
 	e.proxy.Clear()
 	waitFor(t, "a retry to succeed", 30*time.Second, func() bool {
 		st, _ := eng.State("r")
-		return st.Last != nil && st.Last.State == csync.OpSucceeded
+		return st.Last != nil && st.Last.State == engine.OpSucceeded
 	})
 	st, _ = eng.State("r")
 	if st.Failures != 0 || st.Last.Result.Digest != digest || !slices.Contains(st.Last.Reasons, "retry") {
@@ -180,16 +182,16 @@ func TestEngineRetriesWithBackoff(t *testing.T) {
 
 func TestEngineLimits(t *testing.T) {
 	e := newEnv(t)
-	var cats csync.StaticCatalogs
+	var cats engine.StaticCatalogs
 	for _, n := range []string{"a", "b", "c"} {
 		ref, _ := e.push("limits/"+n+":v1", tinyImage(t))
-		cats = append(cats, csync.Catalog{Name: n, Image: ref})
+		cats = append(cats, pipeline.Catalog{Name: n, Image: ref})
 	}
 	e.proxy.Inject(servers.Delay(100*time.Millisecond), 0, servers.ManifestHEAD)
 
 	t.Run("concurrency cap", func(t *testing.T) {
 		log := &syncLog{}
-		eng := csync.NewEngine(e.pl, cats, e.store, csync.WithObservers(log), csync.WithMaxConcurrent(1))
+		eng := engine.New(e.pl, cats, e.store, engine.WithObservers(log), engine.WithMaxConcurrent(1))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer func() { cancel(); eng.Wait() }()
 		eng.Start(ctx)
@@ -203,12 +205,12 @@ func TestEngineLimits(t *testing.T) {
 	})
 	t.Run("registry rate", func(t *testing.T) {
 		log := &syncLog{}
-		eng := csync.NewEngine(e.pl, cats, e.store, csync.WithObservers(log), csync.WithRegistryRate(4, 1))
+		eng := engine.New(e.pl, cats, e.store, engine.WithObservers(log), engine.WithRegistryRate(4, 1))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer func() { cancel(); eng.Wait() }()
 		eng.Start(ctx)
 		for _, c := range cats {
-			if op, err := eng.Trigger(ctx, c.Name, "test"); err != nil || op.State != csync.OpQueued {
+			if op, err := eng.Trigger(ctx, c.Name, "test"); err != nil || op.State != engine.OpQueued {
 				t.Fatalf("trigger: %+v %v", op, err)
 			}
 		}
@@ -231,16 +233,16 @@ func TestEngineDueAndUnknown(t *testing.T) {
 	t0 := time.Now()
 	now.Store(&t0)
 	clock := func() time.Time { return *now.Load() }
-	cats := csync.StaticCatalogs{
+	cats := engine.StaticCatalogs{
 		{Name: "polled", Image: ref, PollInterval: 10 * time.Minute},
 		{Name: "once", Image: ref},
 	}
-	eng := csync.NewEngine(e.pl, cats, e.store, csync.WithEngineClock(clock))
+	eng := engine.New(e.pl, cats, e.store, engine.WithClock(clock))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); eng.Wait() }()
 	eng.Start(ctx)
 
-	if _, err := eng.Trigger(ctx, "nope", "webhook"); !errors.Is(err, csync.ErrUnknownCatalog) {
+	if _, err := eng.Trigger(ctx, "nope", "webhook"); !errors.Is(err, engine.ErrUnknownCatalog) {
 		t.Fatalf("unknown catalog: %v", err)
 	}
 	due, err := eng.PollDue(ctx)
@@ -249,7 +251,7 @@ func TestEngineDueAndUnknown(t *testing.T) {
 	}
 	waitFor(t, "both published", 30*time.Second, func() bool {
 		for _, c := range cats {
-			if st, _ := eng.State(c.Name); st.Last == nil || st.Last.State != csync.OpSucceeded {
+			if st, _ := eng.State(c.Name); st.Last == nil || st.Last.State != engine.OpSucceeded {
 				return false
 			}
 		}
@@ -265,4 +267,13 @@ func TestEngineDueAndUnknown(t *testing.T) {
 	if due, _ := eng.PollDue(ctx); !slices.Equal(due, []string{"polled"}) {
 		t.Fatalf("after the interval: due %v, want [polled]", due)
 	}
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -1,7 +1,7 @@
-package sync
+package pipeline
 
 import (
-	stdsync "sync"
+	"sync"
 	"time"
 )
 
@@ -62,8 +62,8 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 
 // mailbox delivers events to one observer without blocking the sender.
 type mailbox struct {
-	mu     stdsync.Mutex
-	cond   *stdsync.Cond
+	mu     sync.Mutex
+	cond   *sync.Cond
 	queue  []Event
 	closed bool
 	done   chan struct{}
@@ -71,7 +71,7 @@ type mailbox struct {
 
 func newMailbox(o Observer) *mailbox {
 	m := &mailbox{done: make(chan struct{})}
-	m.cond = stdsync.NewCond(&m.mu)
+	m.cond = sync.NewCond(&m.mu)
 	go m.run(o)
 	return m
 }

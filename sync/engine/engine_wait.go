@@ -1,10 +1,11 @@
-package sync
+package engine
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -15,7 +16,7 @@ const waitShown = 250 * time.Millisecond
 
 // waitSlot takes one of the engine's sync slots, reporting the wait to
 // the observers if it lasts.
-func (e *Engine) waitSlot(ctx context.Context, c Catalog) error {
+func (e *Engine) waitSlot(ctx context.Context, c pipeline.Catalog) error {
 	select {
 	case e.slots <- struct{}{}:
 		return nil
@@ -23,8 +24,8 @@ func (e *Engine) waitSlot(ctx context.Context, c Catalog) error {
 		return ctx.Err()
 	case <-time.After(waitShown):
 	}
-	notifyWait(e.observers, Wait{Catalog: c.Name, Reason: WaitSlot, Detail: fmt.Sprintf("%d syncs running", cap(e.slots))})
-	defer notifyWait(e.observers, Wait{Catalog: c.Name, Reason: WaitSlot, Over: true})
+	pipeline.NotifyWait(e.observers, pipeline.Wait{Catalog: c.Name, Reason: pipeline.WaitSlot, Detail: fmt.Sprintf("%d syncs running", cap(e.slots))})
+	defer pipeline.NotifyWait(e.observers, pipeline.Wait{Catalog: c.Name, Reason: pipeline.WaitSlot, Over: true})
 	select {
 	case e.slots <- struct{}{}:
 		return nil
@@ -35,7 +36,7 @@ func (e *Engine) waitSlot(ctx context.Context, c Catalog) error {
 
 // waitRate waits for the registry's start rate, reporting the wait to the
 // observers if it lasts.
-func (e *Engine) waitRate(ctx context.Context, c Catalog) error {
+func (e *Engine) waitRate(ctx context.Context, c pipeline.Catalog) error {
 	l := e.limiter(c.Image)
 	r := l.Reserve()
 	if !r.OK() {
@@ -50,8 +51,8 @@ func (e *Engine) waitRate(ctx context.Context, c Catalog) error {
 		if ref, err := source.ParseRef(c.Image); err == nil && ref.Registry != "" {
 			host = ref.Registry
 		}
-		notifyWait(e.observers, Wait{Catalog: c.Name, Reason: WaitRate, Detail: host, Until: time.Now().Add(d)})
-		defer notifyWait(e.observers, Wait{Catalog: c.Name, Reason: WaitRate, Over: true})
+		pipeline.NotifyWait(e.observers, pipeline.Wait{Catalog: c.Name, Reason: pipeline.WaitRate, Detail: host, Until: time.Now().Add(d)})
+		defer pipeline.NotifyWait(e.observers, pipeline.Wait{Catalog: c.Name, Reason: pipeline.WaitRate, Over: true})
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -62,4 +63,9 @@ func (e *Engine) waitRate(ctx context.Context, c Catalog) error {
 		r.Cancel()
 		return ctx.Err()
 	}
+}
+
+func pinned(image string) bool {
+	_, ok, _ := source.Pin(image)
+	return ok
 }

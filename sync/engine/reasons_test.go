@@ -1,4 +1,4 @@
-package sync
+package engine
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // TestTriggerReasonsBounded: a storm of triggers with long, distinct
@@ -19,7 +21,7 @@ func TestTriggerReasonsBounded(t *testing.T) {
 	// every trigger joins it and no pipeline runs (the engine is left
 	// waiting when the test ends: stopping it would start the sync).
 	ctx := context.Background()
-	e := NewEngine(nil, StaticCatalogs{{Name: "c", Image: "registry.invalid/c:v1"}}, nil, WithSettle(time.Hour, time.Hour))
+	e := New(nil, StaticCatalogs{{Name: "c", Image: "registry.invalid/c:v1"}}, nil, WithSettle(time.Hour, time.Hour))
 	e.Start(ctx)
 	var id string
 	for i := range 600 {
@@ -67,12 +69,12 @@ func TestAddReasonDedupes(t *testing.T) {
 }
 
 func TestBoundedError(t *testing.T) {
-	se := &Error{Phase: PhasePulling, Reason: ReasonInternal, Retryable: true, Err: errors.New(strings.Repeat("registry said ", 10_000))}
+	se := &pipeline.Error{Phase: pipeline.PhasePulling, Reason: pipeline.ReasonInternal, Retryable: true, Err: errors.New(strings.Repeat("registry said ", 10_000))}
 	b := boundedError(se)
 	if len(b.Err.Error()) > MaxErrorBytes || !b.Retryable || b.Phase != se.Phase || b.Reason != se.Reason {
 		t.Fatalf("%d bytes, %+v", len(b.Err.Error()), b)
 	}
-	if short := (&Error{Err: errors.New("x")}); boundedError(short) != short {
+	if short := (&pipeline.Error{Err: errors.New("x")}); boundedError(short) != short {
 		t.Fatal("short errors are kept as they are")
 	}
 }

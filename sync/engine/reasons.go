@@ -1,8 +1,10 @@
-package sync
+package engine
 
 import (
 	"errors"
-	"unicode/utf8"
+
+	"github.com/catalogsync/catalogsync/internal/truncate"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // Bounds on what triggers leave on an operation: reasons come from
@@ -25,7 +27,7 @@ const (
 // The scan is over at most MaxReasons entries, so a storm of triggers
 // costs constant time each under the engine's lock.
 func (op *Operation) addReason(reason string) {
-	reason = TruncateUTF8(reason, MaxReasonBytes)
+	reason = truncate.UTF8(reason, MaxReasonBytes)
 	for _, r := range op.Reasons {
 		if r == reason {
 			return
@@ -38,28 +40,14 @@ func (op *Operation) addReason(reason string) {
 	op.Reasons = append(op.Reasons, reason)
 }
 
-// TruncateUTF8 cuts s to at most n bytes at a rune boundary, marking the
-// cut with "…".
-func TruncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
 // boundedError returns se for the operation history, its text cut to
 // MaxErrorBytes, so the history is bounded in bytes (count times the
 // bounded size of one operation).
-func boundedError(se *Error) *Error {
+func boundedError(se *pipeline.Error) *pipeline.Error {
 	if se.Err == nil || len(se.Err.Error()) <= MaxErrorBytes {
 		return se
 	}
 	c := *se
-	c.Err = errors.New(TruncateUTF8(se.Err.Error(), MaxErrorBytes))
+	c.Err = errors.New(truncate.UTF8(se.Err.Error(), MaxErrorBytes))
 	return &c
 }

@@ -1,4 +1,4 @@
-package sync_test
+package pipeline_test
 
 import (
 	"archive/tar"
@@ -10,14 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
-	csync "github.com/catalogsync/catalogsync/sync"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/unpack"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -31,12 +31,12 @@ type env struct {
 	store storage.Store
 	reg   *servers.Registry
 	proxy *servers.Proxy
-	pl    *csync.Pipeline
+	pl    *pipeline.Pipeline
 }
 
 // newEnv starts a real registry behind a counting proxy and a pipeline
 // that reads through the proxy into a fresh filesystem store.
-func newEnv(t *testing.T, opts ...csync.PipelineOption) *env {
+func newEnv(t *testing.T, opts ...pipeline.Option) *env {
 	t.Helper()
 	e := &env{t: t}
 	e.reg = servers.StartRegistry(t)
@@ -51,14 +51,14 @@ func newEnv(t *testing.T, opts ...csync.PipelineOption) *env {
 	return e
 }
 
-func (e *env) pipeline(opts ...csync.PipelineOption) *csync.Pipeline {
+func (e *env) pipeline(opts ...pipeline.Option) *pipeline.Pipeline {
 	src, err := source.New(source.WithHosts(source.Host{Name: e.proxy.Host, PlainHTTP: true}),
 		source.WithDockerConfig(false), source.WithRetry(1, 10*time.Millisecond, 50*time.Millisecond))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { src.Close() })
-	return csync.NewPipeline(src, e.store, append([]csync.PipelineOption{csync.WithTempDir(e.t.TempDir())}, opts...)...)
+	return pipeline.New(src, e.store, append([]pipeline.Option{pipeline.WithTempDir(e.t.TempDir())}, opts...)...)
 }
 
 // push writes img to the registry directly (not through the proxy, so the
@@ -72,10 +72,10 @@ func (e *env) push(repoTag string, img imagebuild.Image) (ref, digest string) {
 	return e.proxy.Host + "/" + repoTag, d
 }
 
-func (e *env) sync(name, image string, obs ...csync.Observer) (csync.Result, error) {
+func (e *env) sync(name, image string, obs ...pipeline.Observer) (pipeline.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return e.pl.Run(ctx, csync.Catalog{Name: name, Image: image}, obs...)
+	return e.pl.Run(ctx, pipeline.Catalog{Name: name, Image: image}, obs...)
 }
 
 func (e *env) all(name string) []byte {
@@ -98,7 +98,7 @@ func (e *env) all(name string) []byte {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	d, err := filepath.Abs("..")
+	d, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestTinyMatchesCatalogd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Action != csync.ActionPublished || res.Digest != digest {
+		if res.Action != pipeline.ActionPublished || res.Digest != digest {
 			t.Fatalf("result %+v, want Published %s", res, digest)
 		}
 		if got := e.all("tiny"); !bytes.Equal(got, want) {
@@ -164,10 +164,10 @@ func TestCatalogFromRegistry(t *testing.T) {
 			}
 			e := newEnv(t)
 			ref, digest := e.push("catalogs/"+s.name+":latest", imagebuild.FromDir(s.dir, "/configs"))
-			var phases []csync.Phase
-			var mu stdsync.Mutex
+			var phases []pipeline.Phase
+			var mu sync.Mutex
 			done := make(chan struct{})
-			obs := csync.ObserverFunc(func(ev csync.Event) {
+			obs := pipeline.ObserverFunc(func(ev pipeline.Event) {
 				mu.Lock()
 				if len(phases) == 0 || phases[len(phases)-1] != ev.Phase {
 					phases = append(phases, ev.Phase)
@@ -182,12 +182,12 @@ func TestCatalogFromRegistry(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-done
-			want := []csync.Phase{csync.PhaseResolving, csync.PhasePulling, csync.PhaseUnpacking, csync.PhaseValidating,
-				csync.PhaseIndexing, csync.PhasePublishing, csync.PhasePublished}
+			want := []pipeline.Phase{pipeline.PhaseResolving, pipeline.PhasePulling, pipeline.PhaseUnpacking, pipeline.PhaseValidating,
+				pipeline.PhaseIndexing, pipeline.PhasePublishing, pipeline.PhasePublished}
 			if !slices.Equal(phases, want) {
 				t.Errorf("phases %v, want %v", phases, want)
 			}
-			if res.Action != csync.ActionPublished || res.Digest != digest || res.BytesPulled == 0 {
+			if res.Action != pipeline.ActionPublished || res.Digest != digest || res.BytesPulled == 0 {
 				t.Fatalf("first sync: %+v", res)
 			}
 			first := e.all(s.name)
@@ -201,7 +201,7 @@ func TestCatalogFromRegistry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Action != csync.ActionUpToDate {
+			if res.Action != pipeline.ActionUpToDate {
 				t.Fatalf("second sync action %s, want UpToDate", res.Action)
 			}
 			c := e.proxy.Counts()
@@ -231,13 +231,13 @@ func TestReuseStoredDigest(t *testing.T) {
 	}
 	_, db := e.push("r/c:v1", b)
 	res, err := e.sync("c", ref)
-	if err != nil || res.Action != csync.ActionPublished || res.Digest != db {
+	if err != nil || res.Action != pipeline.ActionPublished || res.Digest != db {
 		t.Fatalf("after retag: %+v %v", res, err)
 	}
 	e.push("r/c:v1", a)
 	e.proxy.ResetCounts()
 	res, err = e.sync("c", ref)
-	if err != nil || res.Action != csync.ActionReused || res.Digest != da {
+	if err != nil || res.Action != pipeline.ActionReused || res.Digest != da {
 		t.Fatalf("back to the first image: %+v %v", res, err)
 	}
 	if n := e.proxy.Count(servers.BlobGET); n != 0 {
@@ -246,7 +246,7 @@ func TestReuseStoredDigest(t *testing.T) {
 	// A changed image reference always resolves and publishes anew.
 	ref2, _ := e.push("r/other:v9", a)
 	res, err = e.sync("c", ref2)
-	if err != nil || res.Action != csync.ActionReused {
+	if err != nil || res.Action != pipeline.ActionReused {
 		t.Fatalf("new ref to stored content: %+v %v", res, err)
 	}
 	ptr, _, _ := catalog.Current(context.Background(), e.store, "c")
@@ -315,35 +315,35 @@ func TestBadInputsKeepPrevious(t *testing.T) {
 	}
 	before := e.all("victim")
 	labels := map[string]string{label: "/configs"}
-	small := e.pipeline(csync.WithLimits(unpack.Limits{MaxBytes: 1 << 20, MaxFileBytes: 1 << 20, MaxEntries: 1000}))
+	small := e.pipeline(pipeline.WithLimits(unpack.Limits{MaxBytes: 1 << 20, MaxFileBytes: 1 << 20, MaxEntries: 1000}))
 
 	cases := []struct {
 		name      string
 		img       imagebuild.Image
-		pl        *csync.Pipeline
+		pl        *pipeline.Pipeline
 		reason    string
 		retryable bool
 		msg       string
 	}{
 		{"path traversal", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
-			{Name: "configs/../../x", Body: []byte("x")}}}}}, nil, csync.ReasonUnsafeImage, false, "configs/../../x"},
+			{Name: "configs/../../x", Body: []byte("x")}}}}}, nil, pipeline.ReasonUnsafeImage, false, "configs/../../x"},
 		{"symlink to /etc", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
-			{Name: "configs/evil.yaml", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}}}}, nil, csync.ReasonUnsafeImage, false, "/etc/passwd"},
+			{Name: "configs/evil.yaml", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}}}}}, nil, pipeline.ReasonUnsafeImage, false, "/etc/passwd"},
 		{"file over size cap", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
-			{Name: "configs/big.json", Body: bytes.Repeat([]byte(" "), 3<<20)}}}}}, small, csync.ReasonTooLarge, false, `"configs/big.json" is 3145728 bytes (limit 1048576)`},
+			{Name: "configs/big.json", Body: bytes.Repeat([]byte(" "), 3<<20)}}}}}, small, pipeline.ReasonTooLarge, false, `"configs/big.json" is 3145728 bytes (limit 1048576)`},
 		// Each file under the per-file cap, together over the total.
 		{"layers over total size cap", imagebuild.Image{Labels: labels, Layers: []imagebuild.Layer{
 			{Entries: []imagebuild.Entry{{Name: "configs/a.json", Body: bytes.Repeat([]byte(" "), 700<<10)}}},
 			{Entries: []imagebuild.Entry{{Name: "configs/b.json", Body: bytes.Repeat([]byte(" "), 700<<10)}}}}},
-			small, csync.ReasonTooLarge, false, "more than 1048576 uncompressed bytes"},
+			small, pipeline.ReasonTooLarge, false, "more than 1048576 uncompressed bytes"},
 		{"two channel heads", imagebuild.FromDir(fbcDir(t, map[string]string{"p/catalog.yaml": twoHeads}), "/configs"), nil,
-			csync.ReasonInvalidCatalog, false, "multiple channel heads"},
+			pipeline.ReasonInvalidCatalog, false, "multiple channel heads"},
 		{"duplicate package", imagebuild.FromDir(fbcDir(t, map[string]string{"a.json": onePackage, "b.json": `{"schema":"olm.package","name":"q","defaultChannel":"s"}`}), "/configs"), nil,
-			csync.ReasonInvalidCatalog, false, `package "q": duplicate package`},
+			pipeline.ReasonInvalidCatalog, false, `package "q": duplicate package`},
 		{"malformed yaml", imagebuild.FromDir(fbcDir(t, map[string]string{"x.yaml": "schema: olm.package\nname: [unclosed\n"}), "/configs"), nil,
-			csync.ReasonInvalidCatalog, false, "x.yaml"},
+			pipeline.ReasonInvalidCatalog, false, "x.yaml"},
 		{"missing label (tag)", imagebuild.Image{Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{{Name: "configs/a.json", Body: []byte(onePackage)}}}}}, nil,
-			csync.ReasonMissingLabel, true, label},
+			pipeline.ReasonMissingLabel, true, label},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -352,8 +352,8 @@ func TestBadInputsKeepPrevious(t *testing.T) {
 				pl = c.pl
 			}
 			_, badDigest := e.push("bad/catalog:v1", c.img)
-			_, err := pl.Run(context.Background(), csync.Catalog{Name: "victim", Image: ref})
-			se, ok := csync.AsError(err)
+			_, err := pl.Run(context.Background(), pipeline.Catalog{Name: "victim", Image: ref})
+			se, ok := pipeline.AsError(err)
 			if !ok {
 				t.Fatalf("err = %v, want a sync error", err)
 			}
@@ -377,8 +377,8 @@ func TestBadInputsKeepPrevious(t *testing.T) {
 	t.Run("missing label (digest)", func(t *testing.T) {
 		_, d := e.push("bad/nolabel:v1", imagebuild.Image{Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{{Name: "configs/a.json", Body: []byte(onePackage)}}}}})
 		_, err := e.sync("victim", e.proxy.Host+"/bad/nolabel@"+d)
-		se, ok := csync.AsError(err)
-		if !ok || se.Reason != csync.ReasonMissingLabel || se.Retryable {
+		se, ok := pipeline.AsError(err)
+		if !ok || se.Reason != pipeline.ReasonMissingLabel || se.Retryable {
 			t.Fatalf("err = %v, want terminal MissingCatalogLabel", err)
 		}
 	})
@@ -425,8 +425,8 @@ func TestMultiPlatformIndex(t *testing.T) {
 	}
 	src, _ := source.New(source.WithHosts(source.Host{Name: e.proxy.Host, PlainHTTP: true}), source.WithDockerConfig(false), source.WithPlatform("linux/ppc64le"))
 	defer src.Close()
-	_, err = csync.NewPipeline(src, e.store).Run(context.Background(), csync.Catalog{Name: "multi-win", Image: ref})
-	if se, ok := csync.AsError(err); !ok || se.Reason != csync.ReasonNotCatalogImage || !strings.Contains(err.Error(), "linux/ppc64le") {
+	_, err = pipeline.New(src, e.store).Run(context.Background(), pipeline.Catalog{Name: "multi-win", Image: ref})
+	if se, ok := pipeline.AsError(err); !ok || se.Reason != pipeline.ReasonNotCatalogImage || !strings.Contains(err.Error(), "linux/ppc64le") {
 		t.Fatalf("err = %v, want NotCatalogImage naming the platform", err)
 	}
 }
@@ -437,14 +437,14 @@ func TestRegistryFaultsAreRetryable(t *testing.T) {
 
 	e.proxy.Inject(servers.Status(503), 0)
 	_, err := e.sync("f", ref)
-	if se, ok := csync.AsError(err); !ok || !se.Retryable || se.Reason != csync.ReasonRegistry {
+	if se, ok := pipeline.AsError(err); !ok || !se.Retryable || se.Reason != pipeline.ReasonRegistry {
 		t.Fatalf("503: %v", err)
 	}
 	e.proxy.Clear()
 
 	e.proxy.Inject(servers.TooManyRequests(30*time.Second), 0)
 	_, err = e.sync("f", ref)
-	se, ok := csync.AsError(err)
+	se, ok := pipeline.AsError(err)
 	if !ok || !se.Retryable || se.RetryAfter < 20*time.Second {
 		t.Fatalf("429: %v (retry after %v)", err, se.RetryAfter)
 	}
@@ -457,7 +457,7 @@ func TestRegistryFaultsAreRetryable(t *testing.T) {
 		// The tiny layer may fit in the first 100 bytes' packet; then the
 		// reset cannot bite. Anything else must be retryable.
 		t.Log("reset did not interrupt the tiny layer")
-	} else if se, ok := csync.AsError(err); !ok || !se.Retryable {
+	} else if se, ok := pipeline.AsError(err); !ok || !se.Retryable {
 		t.Fatalf("reset: %v", err)
 	}
 	e.proxy.Clear()
@@ -468,7 +468,7 @@ func TestRegistryFaultsAreRetryable(t *testing.T) {
 	// Registry gone entirely.
 	e.reg.Stop()
 	_, err = e.sync("g", ref)
-	if se, ok := csync.AsError(err); !ok || !se.Retryable {
+	if se, ok := pipeline.AsError(err); !ok || !se.Retryable {
 		t.Fatalf("registry down: %v", err)
 	}
 }
@@ -486,11 +486,11 @@ func TestRegistryStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	pl := csync.NewPipeline(src, e.store, csync.WithTempDir(t.TempDir()))
+	pl := pipeline.New(src, e.store, pipeline.WithTempDir(t.TempDir()))
 	run := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		_, err := pl.Run(ctx, csync.Catalog{Name: "stall", Image: ref})
+		_, err := pl.Run(ctx, pipeline.Catalog{Name: "stall", Image: ref})
 		return err
 	}
 	for _, c := range []struct {
@@ -506,8 +506,8 @@ func TestRegistryStall(t *testing.T) {
 		err := run()
 		took := time.Since(start)
 		e.proxy.Clear()
-		se, ok := csync.AsError(err)
-		if !ok || !se.Retryable || se.Reason != csync.ReasonRegistry || !errors.Is(err, source.ErrStalled) {
+		se, ok := pipeline.AsError(err)
+		if !ok || !se.Retryable || se.Reason != pipeline.ReasonRegistry || !errors.Is(err, source.ErrStalled) {
 			t.Fatalf("%s: %v, want a retryable RegistryError wrapping ErrStalled", c.name, err)
 		}
 		if took > 30*time.Second {
@@ -523,14 +523,14 @@ func TestRegistryStall(t *testing.T) {
 func TestInvalidNameAndRef(t *testing.T) {
 	e := newEnv(t)
 	_, err := e.sync("Not_A_Name", "ocidir://x:v1")
-	if se, ok := csync.AsError(err); !ok || se.Retryable {
+	if se, ok := pipeline.AsError(err); !ok || se.Retryable {
 		t.Fatalf("bad name: %v", err)
 	}
 	_, err = e.sync("ok", "UPPER CASE/not a ref")
-	if se, ok := csync.AsError(err); !ok || se.Retryable || se.Reason != csync.ReasonInvalidRef {
+	if se, ok := pipeline.AsError(err); !ok || se.Retryable || se.Reason != pipeline.ReasonInvalidRef {
 		t.Fatalf("bad ref: %v", err)
 	}
-	if !errors.Is(err, csync.ErrSync) {
+	if !errors.Is(err, pipeline.ErrSync) {
 		t.Fatal("sync errors wrap ErrSync")
 	}
 }

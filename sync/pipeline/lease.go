@@ -1,4 +1,4 @@
-package sync
+package pipeline
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func (p *Pipeline) acquire(ctx context.Context, name string, obs []Observer) (*c
 	logged, waiting := false, false
 	defer func() {
 		if waiting {
-			notifyWait(obs, Wait{Catalog: name, Reason: WaitLease, Over: true})
+			NotifyWait(obs, Wait{Catalog: name, Reason: WaitLease, Over: true})
 		}
 	}()
 	for {
@@ -76,7 +76,7 @@ func (p *Pipeline) acquire(ctx context.Context, name string, obs []Observer) (*c
 		// only then does a waiter say on whom it waits.
 		renewed := holder.Expires.Add(-ttl)
 		stalled := time.Since(renewed) > ttl/3+time.Second
-		notifyWait(obs, Wait{Catalog: name, Reason: WaitLease, Holder: holder.Replica,
+		NotifyWait(obs, Wait{Catalog: name, Reason: WaitLease, Holder: holder.Replica,
 			Renewed: renewed, Until: holder.Expires, Stalled: stalled})
 		waiting = true
 		select {
