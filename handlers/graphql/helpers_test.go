@@ -27,8 +27,8 @@ import (
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
-	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/syncdir"
 )
 
 // repoRoot is the repository root, from this package's directory.
@@ -56,24 +56,10 @@ func fbcDir(t testing.TB, set string) string {
 	return ""
 }
 
-// syncDir publishes the FBC directory dir as catalog name in store through
-// the real pipeline, from an OCI layout image.
-func syncDir(t testing.TB, store storage.Store, name, dir string) {
-	t.Helper()
-	ctx := context.Background()
-	ref := "ocidir://" + filepath.Join(t.TempDir(), "img") + ":v1"
-	if _, err := imagebuild.Push(ctx, imagebuild.NewRegClient(), ref, imagebuild.FromDir(dir, "/configs")); err != nil {
-		t.Fatal(err)
-	}
-	src, err := source.New(source.WithDockerConfig(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
-	if _, err := pl.Run(ctx, pipeline.Catalog{Name: name, Image: ref}); err != nil {
-		t.Fatalf("sync %s: %v", name, err)
-	}
+// syncDir publishes the FBC folder dir as catalog name through the real
+// pipeline.
+func syncDir(t testing.TB, store storage.Store, name, dir string) pipeline.Result {
+	return syncdir.Publish(t, store, name, dir)
 }
 
 // ours serves store with the content and GraphQL handlers, as serve

@@ -21,7 +21,7 @@ import (
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
-	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/syncdir"
 )
 
 func repoRoot(t testing.TB) string {
@@ -49,24 +49,9 @@ func newStore(t testing.TB) storage.Store {
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // syncDir publishes the FBC folder dir as catalog name through the real
-// pipeline, from an OCI layout: what serve stores is what pages read.
+// pipeline.
 func syncDir(t testing.TB, store storage.Store, name, dir string) pipeline.Result {
-	t.Helper()
-	ctx := context.Background()
-	layout := "ocidir://" + filepath.Join(t.TempDir(), "layout") + ":v1"
-	if _, err := imagebuild.Push(ctx, imagebuild.NewRegClient(), layout, imagebuild.FromDir(dir, "/configs")); err != nil {
-		t.Fatal(err)
-	}
-	src, err := source.New(source.WithDockerConfig(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	res, err := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir())).Run(ctx, pipeline.Catalog{Name: name, Image: layout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return syncdir.Publish(t, store, name, dir)
 }
 
 // server serves the pages and the REST API over store, as serve mounts
