@@ -291,12 +291,9 @@ func (p *Pipeline) run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 	return res, nil
 }
 
-// defaultReplica names this replica when WithReplica is not given: the pod
-// name in Kubernetes, else the host name.
+// defaultReplica names this replica when WithReplica is not given: the
+// host name. The command passes the pod's name with WithReplica.
 func defaultReplica() string {
-	if n := os.Getenv("POD_NAME"); n != "" {
-		return n
-	}
 	if h, err := os.Hostname(); err == nil && h != "" {
 		return h
 	}

@@ -321,7 +321,7 @@ func TestBadInputsKeepPrevious(t *testing.T) {
 		name      string
 		img       imagebuild.Image
 		pl        *pipeline.Pipeline
-		reason    string
+		reason    pipeline.Reason
 		retryable bool
 		msg       string
 	}{
