@@ -69,10 +69,21 @@ type Result struct {
 	Phases map[Phase]time.Duration
 }
 
+// ImageReader is what a sync reads images through; *source.Source is one.
+type ImageReader interface {
+	// Resolve pins an image reference to a digest.
+	Resolve(ctx context.Context, image string) (source.Resolved, error)
+	// Open fetches the manifest and config: the layers to stream.
+	Open(ctx context.Context, res source.Resolved) (*source.Image, error)
+	// OpenLayer streams layer i of img, decompressed; progress gets the
+	// compressed bytes read so far.
+	OpenLayer(ctx context.Context, img *source.Image, i int, progress func(done int64)) (*source.LayerReader, error)
+}
+
 // Pipeline runs syncs. It is safe for concurrent use, but two syncs of the
 // same catalog must not overlap (the engine serialises them).
 type Pipeline struct {
-	src     *source.Source
+	src     ImageReader
 	store   storage.Store
 	limits  unpack.Limits
 	workers int
@@ -148,7 +159,7 @@ func WithOnPublish(f func(name string)) Option { return func(p *Pipeline) { p.on
 func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now = now } }
 
 // New returns a Pipeline reading images from src into store.
-func New(src *source.Source, store storage.Store, opts ...Option) *Pipeline {
+func New(src ImageReader, store storage.Store, opts ...Option) *Pipeline {
 	p := &Pipeline{
 		src:     src,
 		store:   store,
