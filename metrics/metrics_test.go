@@ -233,7 +233,7 @@ func TestMetricsAfterSync(t *testing.T) {
 	if v := sc.one(t, "catalogsync_syncs_total", map[string]string{"catalog": "tiny", "result": "Published", "reason": ""}).GetCounter().GetValue(); v != 1 {
 		t.Fatalf("published syncs %v", v)
 	}
-	if v := sc.one(t, "catalogsync_syncs_total", map[string]string{"catalog": "down", "result": "Failed", "reason": pipeline.ReasonRegistry}).GetCounter().GetValue(); v != 1 {
+	if v := sc.one(t, "catalogsync_syncs_total", map[string]string{"catalog": "down", "result": "Failed", "reason": string(pipeline.ReasonRegistry)}).GetCounter().GetValue(); v != 1 {
 		t.Fatalf("failed syncs %v", v)
 	}
 	if v := sc.one(t, "catalogsync_syncs_in_progress", nil).GetGauge().GetValue(); v != 0 {

@@ -53,7 +53,7 @@ func (o *syncObserver) Observe(e pipeline.Event) {
 		if e.Err != nil {
 			reason = e.Err.Reason
 		}
-		o.m.syncs.WithLabelValues(e.Catalog, ResultFailed, reason).Inc()
+		o.m.syncs.WithLabelValues(e.Catalog, ResultFailed, string(reason)).Inc()
 		if ok {
 			o.m.syncDuration.WithLabelValues(ResultFailed).Observe(e.Time.Sub(start).Seconds())
 		}

@@ -198,7 +198,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		}
 		opts = append(opts, pipeline.WithSignatureCheck(pol))
 	}
-	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.tmpDir), pipeline.WithLogger(log), pipeline.WithReplica(c.replica)}, opts...)...), src, nil
+	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.tmpDir), pipeline.WithLogger(log), pipeline.WithReplica(replicaID(c.replica))}, opts...)...), src, nil
 }
 
 func openStore(dir string) (storage.Store, string, error) {

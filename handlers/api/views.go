@@ -181,7 +181,7 @@ func errorView(e *pipeline.Error) *SyncError {
 	if e == nil {
 		return nil
 	}
-	v := &SyncError{Phase: string(e.Phase), Reason: e.Reason, Retryable: e.Retryable, Message: e.Error()}
+	v := &SyncError{Phase: string(e.Phase), Reason: string(e.Reason), Retryable: e.Retryable, Message: e.Error()}
 	if e.Err != nil {
 		// The reason, phase and kind have fields of their own.
 		v.Message = e.Err.Error()

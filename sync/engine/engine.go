@@ -38,6 +38,16 @@ type StaticCatalogs []pipeline.Catalog
 
 func (s StaticCatalogs) Catalogs() []pipeline.Catalog { return s }
 
+// Runner runs one catalog's sync; *pipeline.Pipeline is one.
+type Runner interface {
+	// HoldLease takes the catalog's sync lease across replicas, waiting
+	// while another holds it; the context it returns carries the lease
+	// (Run does not take it again) and ends if it is lost.
+	HoldLease(ctx context.Context, name string, obs []pipeline.Observer) (context.Context, func(), error)
+	// Run syncs c, reporting progress to obs.
+	Run(ctx context.Context, c pipeline.Catalog, obs ...pipeline.Observer) (pipeline.Result, error)
+}
+
 // OpState is where an operation stands.
 type OpState string
 
@@ -133,7 +143,7 @@ func WithHistory(n int) Option {
 // the queued one resolves the newest digest when it starts, so no trigger
 // is lost and none causes a redundant pull. It is safe for concurrent use.
 type Engine struct {
-	pl        *pipeline.Pipeline
+	pl        Runner
 	settle    time.Duration
 	maxSettle time.Duration
 	set       CatalogSet
@@ -169,7 +179,7 @@ type catalogState struct {
 
 // New returns an Engine that runs syncs with pl for the catalogs of
 // set, reading poll records from store.
-func New(pl *pipeline.Pipeline, set CatalogSet, store storage.Store, opts ...Option) *Engine {
+func New(pl Runner, set CatalogSet, store storage.Store, opts ...Option) *Engine {
 	e := &Engine{
 		pl:        pl,
 		set:       set,

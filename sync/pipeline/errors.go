@@ -6,18 +6,21 @@ import (
 	"time"
 )
 
-// Reasons say in one word why a sync failed; status writers use them.
+// Reason says in one word why a sync failed; status writers and metrics
+// use it.
+type Reason string
+
 const (
-	ReasonInvalidRef      = "InvalidImageRef"
-	ReasonRegistry        = "RegistryError"
-	ReasonNotCatalogImage = "NotCatalogImage"
-	ReasonMissingLabel    = "MissingCatalogLabel"
-	ReasonUnsafeImage     = "UnsafeImage"
-	ReasonTooLarge        = "ImageTooLarge"
-	ReasonInvalidCatalog  = "InvalidCatalog"
-	ReasonStorage         = "StorageError"
-	ReasonCanceled        = "Canceled"
-	ReasonInternal        = "InternalError"
+	ReasonInvalidRef      Reason = "InvalidImageRef"
+	ReasonRegistry        Reason = "RegistryError"
+	ReasonNotCatalogImage Reason = "NotCatalogImage"
+	ReasonMissingLabel    Reason = "MissingCatalogLabel"
+	ReasonUnsafeImage     Reason = "UnsafeImage"
+	ReasonTooLarge        Reason = "ImageTooLarge"
+	ReasonInvalidCatalog  Reason = "InvalidCatalog"
+	ReasonStorage         Reason = "StorageError"
+	ReasonCanceled        Reason = "Canceled"
+	ReasonInternal        Reason = "InternalError"
 )
 
 // ErrSync is wrapped by every *Error, so errors.Is(err, ErrSync) tells a
@@ -30,7 +33,7 @@ var ErrSync = errors.New("sync failed")
 // until the catalog's spec changes.
 type Error struct {
 	Phase      Phase
-	Reason     string
+	Reason     Reason
 	Retryable  bool
 	RetryAfter time.Duration
 	Err        error

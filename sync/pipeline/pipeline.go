@@ -7,23 +7,16 @@
 package pipeline
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"runtime"
-	"sync"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	"github.com/catalogsync/catalogsync/sync/fbc"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/unpack"
 )
@@ -69,10 +62,21 @@ type Result struct {
 	Phases map[Phase]time.Duration
 }
 
+// ImageReader is what a sync reads images through; *source.Source is one.
+type ImageReader interface {
+	// Resolve pins an image reference to a digest.
+	Resolve(ctx context.Context, image string) (source.Resolved, error)
+	// Open fetches the manifest and config: the layers to stream.
+	Open(ctx context.Context, res source.Resolved) (*source.Image, error)
+	// OpenLayer streams layer i of img, decompressed; progress gets the
+	// compressed bytes read so far.
+	OpenLayer(ctx context.Context, img *source.Image, i int, progress func(done int64)) (*source.LayerReader, error)
+}
+
 // Pipeline runs syncs. It is safe for concurrent use, but two syncs of the
 // same catalog must not overlap (the engine serialises them).
 type Pipeline struct {
-	src     *source.Source
+	src     ImageReader
 	store   storage.Store
 	limits  unpack.Limits
 	workers int
@@ -148,7 +152,7 @@ func WithOnPublish(f func(name string)) Option { return func(p *Pipeline) { p.on
 func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now = now } }
 
 // New returns a Pipeline reading images from src into store.
-func New(src *source.Source, store storage.Store, opts ...Option) *Pipeline {
+func New(src ImageReader, store storage.Store, opts ...Option) *Pipeline {
 	p := &Pipeline{
 		src:     src,
 		store:   store,
@@ -192,111 +196,136 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 	return p.run(ctx, c, obs...)
 }
 
-func (p *Pipeline) run(ctx context.Context, c Catalog, obs ...Observer) (res Result, err error) {
-	rep := newReporter(c.Name, p.now, obs)
-	defer rep.close()
-	start := p.now()
-	res = Result{Catalog: c.Name, Image: c.Image, Phases: map[Phase]time.Duration{}}
-	defer func() {
-		res.Duration = p.now().Sub(start)
-		if err != nil {
-			se, ok := AsError(err)
-			if !ok {
-				se = &Error{Phase: PhaseFailed, Reason: ReasonInternal, Retryable: true, Err: err}
-				err = se
-			}
-			if ctx.Err() != nil && se.Reason != ReasonCanceled {
-				se.Reason, se.Retryable = ReasonCanceled, true
-			}
-			rep.emit(Event{Phase: PhaseFailed, Err: se})
-			p.log.Warn("sync failed", "catalog", c.Name, "image", c.Image, "err", err)
-			return
-		}
-		r := res
-		rep.emit(Event{Phase: PhasePublished, Result: &r, Objects: res.Meta.Objects})
-		p.log.Info("sync done", "catalog", c.Name, "action", res.Action, "digest", res.Digest,
-			"duration", res.Duration.Round(time.Millisecond), "bytesPulled", res.BytesPulled)
-	}()
-	if !catalog.ValidName(c.Name) {
-		return res, &Error{Phase: PhaseResolving, Reason: ReasonInvalidRef, Err: fmt.Errorf("%w: %q", catalog.ErrInvalidName, c.Name)}
-	}
-
-	phase := func(ph Phase, since time.Time) { res.Phases[ph] += p.now().Sub(since) }
-
-	t := p.now()
-	rep.emit(Event{Phase: PhaseResolving})
-	resolved, err := p.src.Resolve(ctx, c.Image)
-	if err != nil {
-		return res, registryError(PhaseResolving, err)
-	}
-	rep.digest = resolved.Digest
-	res.Digest, res.ResolvedRef, res.Mirror = resolved.Digest, resolved.Ref, resolved.Mirror
-	phase(PhaseResolving, t)
-
-	// Level-based: compare with what storage actually holds.
-	cur, _, err := catalog.Current(ctx, p.store, c.Name)
-	if err != nil && !errors.Is(err, storage.ErrNotExist) {
-		return res, storageError(PhaseResolving, err)
-	}
-	poll := catalog.Poll{Time: p.now(), Ref: c.Image, Digest: resolved.Digest}
-	if err == nil && cur.Digest == resolved.Digest && cur.Ref == c.Image {
-		if meta, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest); err == nil && ok {
-			res.Action, res.Meta = ActionUpToDate, meta
-			p.recordPoll(ctx, c.Name, poll)
-			return res, nil
-		}
-	}
-	if err := p.checkSignature(ctx, c, resolved, &res); err != nil {
-		return res, err
-	}
-	pointer := catalog.Pointer{Digest: resolved.Digest, Ref: c.Image, ResolvedRef: resolved.Ref, ResolvedAt: poll.Time}
-	// reuse publishes content already stored under the digest.
-	reuse := func(meta catalog.Meta) (Result, error) {
-		t := p.now()
-		rep.emit(Event{Phase: PhasePublishing})
-		if err := p.publish(ctx, c.Name, pointer); err != nil {
-			return res, err
-		}
-		phase(PhasePublishing, t)
-		res.Action, res.Meta = ActionReused, meta
-		p.recordPoll(ctx, c.Name, poll)
-		return res, nil
-	}
-	if meta, ok, err := catalog.HasContent(ctx, p.store, c.Name, resolved.Digest); err != nil {
-		return res, storageError(PhaseResolving, err)
-	} else if ok {
-		return reuse(meta)
-	}
-
-	// Replicas sharing the store all hear the same webhook: the one
-	// holding the sync lease (taken in Run) pulls; the others wait for it
-	// and then find the digest published.
-	meta, pulled, err := p.pull(ctx, c, resolved, rep, phase)
-	res.BytesPulled = pulled
-	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, catalog.ErrLeaseLost) {
-			return res, storageError(PhasePulling, cause)
-		}
-		return res, err
-	}
-	t = p.now()
-	rep.emit(Event{Phase: PhasePublishing, Objects: meta.Objects})
-	pointer.PublishedAt = p.now()
-	if err := p.publish(ctx, c.Name, pointer); err != nil {
-		return res, err
-	}
-	phase(PhasePublishing, t)
-	res.Action, res.Meta = ActionPublished, meta
-	p.recordPoll(ctx, c.Name, poll)
-	return res, nil
+// attempt is one sync in progress: what its steps share.
+type attempt struct {
+	p   *Pipeline
+	c   Catalog
+	rep *reporter
+	res Result
 }
 
-// defaultReplica names this replica when WithReplica is not given: the pod
-// name in Kubernetes, else the host name.
-func defaultReplica() string {
-	if n := os.Getenv("POD_NAME"); n != "" {
-		return n
+func (a *attempt) phase(ph Phase, since time.Time) { a.res.Phases[ph] += a.p.now().Sub(since) }
+
+func (p *Pipeline) run(ctx context.Context, c Catalog, obs ...Observer) (Result, error) {
+	a := &attempt{p: p, c: c, rep: newReporter(c.Name, p.now, obs)}
+	defer a.rep.close()
+	start := p.now()
+	a.res = Result{Catalog: c.Name, Image: c.Image, Phases: map[Phase]time.Duration{}}
+	err := a.sync(ctx)
+	a.res.Duration = p.now().Sub(start)
+	if err != nil {
+		return a.res, a.failed(ctx, err)
 	}
+	r := a.res
+	a.rep.emit(Event{Phase: PhasePublished, Result: &r, Objects: r.Meta.Objects})
+	p.log.Info("sync done", "catalog", c.Name, "action", r.Action, "digest", r.Digest,
+		"duration", r.Duration.Round(time.Millisecond), "bytesPulled", r.BytesPulled)
+	return a.res, nil
+}
+
+// failed reports err, made an *Error, and returns it. A sync whose
+// context ended was canceled, unless the end was its lease's loss.
+func (a *attempt) failed(ctx context.Context, err error) error {
+	se, ok := AsError(err)
+	if !ok {
+		se = &Error{Phase: PhaseFailed, Reason: ReasonInternal, Retryable: true, Err: err}
+	}
+	if ctx.Err() != nil && se.Reason != ReasonCanceled && !errors.Is(context.Cause(ctx), catalog.ErrLeaseLost) {
+		se.Reason, se.Retryable = ReasonCanceled, true
+	}
+	a.rep.emit(Event{Phase: PhaseFailed, Err: se})
+	a.p.log.Warn("sync failed", "catalog", a.c.Name, "image", a.c.Image, "err", se)
+	return se
+}
+
+// sync resolves the tag and publishes what it names: nothing when it is
+// published already, the stored content when there is some, else what it
+// pulls. Every decision reads what storage actually holds.
+func (a *attempt) sync(ctx context.Context) error {
+	if !catalog.ValidName(a.c.Name) {
+		return &Error{Phase: PhaseResolving, Reason: ReasonInvalidRef, Err: fmt.Errorf("%w: %q", catalog.ErrInvalidName, a.c.Name)}
+	}
+	resolved, err := a.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	poll := catalog.Poll{Time: a.p.now(), Ref: a.c.Image, Digest: resolved.Digest}
+	if done, err := a.upToDate(ctx, resolved); err != nil || done {
+		if done {
+			a.p.recordPoll(ctx, a.c.Name, poll)
+		}
+		return err
+	}
+	if err := a.p.checkSignature(ctx, a.c, resolved, &a.res); err != nil {
+		return err
+	}
+	ptr := catalog.Pointer{Digest: resolved.Digest, Ref: a.c.Image, ResolvedRef: resolved.Ref, ResolvedAt: poll.Time}
+	meta, stored, err := catalog.HasContent(ctx, a.p.store, a.c.Name, resolved.Digest)
+	if err != nil {
+		return storageError(PhaseResolving, err)
+	}
+	action, objects := ActionReused, 0
+	if !stored {
+		if meta, err = a.pull(ctx, resolved); err != nil {
+			return err
+		}
+		action, objects, ptr.PublishedAt = ActionPublished, meta.Objects, a.p.now()
+	}
+	if err := a.publish(ctx, ptr, objects); err != nil {
+		return err
+	}
+	a.res.Action, a.res.Meta = action, meta
+	a.p.recordPoll(ctx, a.c.Name, poll)
+	return nil
+}
+
+func (a *attempt) resolve(ctx context.Context) (source.Resolved, error) {
+	t := a.p.now()
+	a.rep.emit(Event{Phase: PhaseResolving})
+	resolved, err := a.p.src.Resolve(ctx, a.c.Image)
+	if err != nil {
+		return resolved, registryError(PhaseResolving, err)
+	}
+	a.rep.digest = resolved.Digest
+	a.res.Digest, a.res.ResolvedRef, a.res.Mirror = resolved.Digest, resolved.Ref, resolved.Mirror
+	a.phase(PhaseResolving, t)
+	return resolved, nil
+}
+
+// upToDate reports whether the catalog's pointer is at the resolved digest
+// (for the same image reference) with its content complete.
+func (a *attempt) upToDate(ctx context.Context, resolved source.Resolved) (bool, error) {
+	cur, _, err := catalog.Current(ctx, a.p.store, a.c.Name)
+	if errors.Is(err, storage.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, storageError(PhaseResolving, err)
+	}
+	if cur.Digest != resolved.Digest || cur.Ref != a.c.Image {
+		return false, nil
+	}
+	meta, ok, err := catalog.HasContent(ctx, a.p.store, a.c.Name, resolved.Digest)
+	if err != nil || !ok {
+		return false, nil
+	}
+	a.res.Action, a.res.Meta = ActionUpToDate, meta
+	return true, nil
+}
+
+func (a *attempt) publish(ctx context.Context, ptr catalog.Pointer, objects int) error {
+	t := a.p.now()
+	a.rep.emit(Event{Phase: PhasePublishing, Objects: objects})
+	if err := a.p.publish(ctx, a.c.Name, ptr); err != nil {
+		return err
+	}
+	a.phase(PhasePublishing, t)
+	return nil
+}
+
+// defaultReplica names this replica when WithReplica is not given: the
+// host name. The command passes the pod's name with WithReplica.
+func defaultReplica() string {
 	if h, err := os.Hostname(); err == nil && h != "" {
 		return h
 	}
@@ -329,268 +358,6 @@ func (p *Pipeline) recordPoll(ctx context.Context, name string, poll catalog.Pol
 	}
 }
 
-// objRec locates one parsed object in the spool.
-type objRec struct {
-	obj fbc.Object // Blob cleared: only what validation and the index need
-	off int64
-	n   int
-}
-
-// fileResult is what parsing one file produced. A parse error is kept, not
-// returned, because .indexignore may still exclude the file.
-type fileResult struct {
-	objs []objRec
-	err  error
-	seq  int // which handle call parsed it
-}
-
-// spool holds parsed objects on local disk until the final file order is
-// known, so memory does not grow with the catalog.
-type spool struct {
-	mu      sync.Mutex
-	f       *os.File
-	w       *bufio.Writer
-	size    int64
-	flushed int64
-}
-
-func (s *spool) flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flushed = s.size
-	return s.w.Flush()
-}
-
-// readAt reads what append wrote, flushing the buffer first if needed.
-func (s *spool) readAt(b []byte, off int64) error {
-	s.mu.Lock()
-	if off+int64(len(b)) > s.flushed {
-		if err := s.w.Flush(); err != nil {
-			s.mu.Unlock()
-			return err
-		}
-		s.flushed = s.size
-	}
-	s.mu.Unlock()
-	_, err := s.f.ReadAt(b, off)
-	return err
-}
-
-func (s *spool) append(b []byte) (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	off := s.size
-	n, err := s.w.Write(b)
-	s.size += int64(n)
-	return off, err
-}
-
-func (p *Pipeline) pull(ctx context.Context, c Catalog, resolved source.Resolved, rep *reporter, phase func(Phase, time.Time)) (catalog.Meta, int64, error) {
-	var pulled int64
-	t := p.now()
-	img, err := p.src.Open(ctx, resolved)
-	if err != nil {
-		if errors.Is(err, source.ErrMissingLabel) {
-			// A tag may be re-pushed with the label; a digest never changes.
-			return catalog.Meta{}, 0, &Error{Phase: PhasePulling, Reason: ReasonMissingLabel, Retryable: !resolved.Pinned, Err: err}
-		}
-		return catalog.Meta{}, 0, registryError(PhasePulling, err)
-	}
-	u, err := unpack.New(img.ConfigsDir, p.limits)
-	if err != nil {
-		return catalog.Meta{}, 0, &Error{Phase: PhasePulling, Reason: ReasonUnsafeImage, Err: err}
-	}
-	f, err := os.CreateTemp(p.tmpDir, "catalogsync-spool-*")
-	if err != nil {
-		return catalog.Meta{}, 0, &Error{Phase: PhasePulling, Reason: ReasonInternal, Retryable: true, Err: err}
-	}
-	defer func() { f.Close(); os.Remove(f.Name()) }()
-	sp := &spool{f: f, w: bufio.NewWriterSize(f, 256<<10)}
-
-	var (
-		mu      sync.Mutex
-		results = map[string]*fileResult{}
-		wg      sync.WaitGroup
-		sem     = semaphore.NewWeighted(p.budget)
-		workers = semaphore.NewWeighted(int64(p.workers))
-		fileErr error // a spool write failure: fatal, unlike parse errors
-	)
-	var seq int // handle calls so far; a path given twice keeps the later
-	parse := func(path string, r io.Reader, n int) {
-		fr := &fileResult{seq: n}
-		fr.err = fbc.Parse(r, func(o fbc.Object) error {
-			off, err := sp.append(o.Blob)
-			if err != nil {
-				mu.Lock()
-				fileErr = err
-				mu.Unlock()
-				return err
-			}
-			rec := objRec{obj: o, off: off, n: len(o.Blob)}
-			rec.obj.Blob = nil
-			fr.objs = append(fr.objs, rec)
-			return nil
-		})
-		mu.Lock()
-		// Parses run concurrently: the later entry wins, not the later
-		// parse.
-		if old, ok := results[path]; !ok || old.seq < fr.seq {
-			results[path] = fr
-		}
-		mu.Unlock()
-	}
-	handle := func(path string, size int64, r io.Reader) error {
-		seq++
-		n := seq
-		if size > p.inline {
-			parse(path, r, n)
-			// Drain what a failed parse left, so the tar stream goes on.
-			_, err := io.Copy(io.Discard, r)
-			return err
-		}
-		w := max(size, 1)
-		if err := sem.Acquire(ctx, w); err != nil {
-			return err
-		}
-		buf := make([]byte, size)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			sem.Release(w)
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		if err := workers.Acquire(ctx, 1); err != nil {
-			sem.Release(w)
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer sem.Release(w)
-			defer workers.Release(1)
-			parse(path, bytes.NewReader(buf), n)
-		}()
-		return nil
-	}
-
-	for i := len(img.Layers) - 1; i >= 0; i-- {
-		l := img.Layers[i]
-		ev := Event{Phase: PhasePulling, Layer: len(img.Layers) - i, Layers: len(img.Layers), LayerDigest: l.Digest, BytesTotal: l.Size}
-		rep.emit(ev)
-		lr, err := p.src.OpenLayer(ctx, img, i, func(done int64) {
-			e := ev
-			e.BytesDone = done
-			rep.emit(e)
-		})
-		if err != nil {
-			wg.Wait()
-			// Classified as at the layer's end: data that is not what
-			// the manifest says is terminal, transfer trouble retryable.
-			return catalog.Meta{}, pulled, layerError(err)
-		}
-		err = u.Layer(lr, handle)
-		if err == nil {
-			err = lr.Finish()
-		}
-		lr.Close()
-		pulled += l.Size
-		if err != nil {
-			wg.Wait()
-			return catalog.Meta{}, pulled, layerError(err)
-		}
-	}
-	wg.Wait()
-	if fileErr != nil {
-		return catalog.Meta{}, pulled, &Error{Phase: PhaseUnpacking, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", fileErr)}
-	}
-	if err := sp.flush(); err != nil {
-		return catalog.Meta{}, pulled, &Error{Phase: PhaseUnpacking, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
-	}
-	phase(PhasePulling, t)
-
-	t = p.now()
-	rep.emit(Event{Phase: PhaseUnpacking})
-	files, err := u.Files()
-	if err != nil {
-		return catalog.Meta{}, pulled, layerError(err)
-	}
-	phase(PhaseUnpacking, t)
-
-	// Validate in catalog order, before anything is written to storage.
-	t = p.now()
-	v := fbc.NewValidator()
-	var objects int
-	for _, file := range files {
-		fr := results[file.Content]
-		if fr == nil {
-			return catalog.Meta{}, pulled, &Error{Phase: PhaseValidating, Reason: ReasonInternal, Err: fmt.Errorf("file %s was not parsed", file.Content)}
-		}
-		if fr.err != nil {
-			return catalog.Meta{}, pulled, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog,
-				Err: fmt.Errorf("%s: %w", file.Path, fr.err)}
-		}
-		for _, o := range fr.objs {
-			v.Add(file.Path, o.obj)
-		}
-		objects += len(fr.objs)
-	}
-	vst := v.Stats()
-	rep.emit(Event{Phase: PhaseValidating, Bundles: vst.Bundles, Packages: vst.Packages, Objects: objects})
-	if err := v.Validate(); err != nil {
-		return catalog.Meta{}, pulled, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: err}
-	}
-	phase(PhaseValidating, t)
-
-	t = p.now()
-	rep.emit(Event{Phase: PhaseIndexing, Bundles: vst.Bundles, Packages: vst.Packages, Objects: objects})
-	w, err := p.writeFromSpool(ctx, c.Name, resolved.Digest, files, results, sp)
-	if err != nil {
-		return catalog.Meta{}, pulled, err
-	}
-	meta, err := w.Commit(ctx, catalog.Meta{
-		Ref: c.Image,
-		Stats: map[string]any{
-			"resolvedRef":    resolved.Ref,
-			"manifestDigest": img.ManifestDigest,
-			"layers":         len(img.Layers),
-			"bytesPulled":    pulled,
-			"packages":       vst.Packages,
-			"channels":       vst.Channels,
-			"bundles":        vst.Bundles,
-		},
-	})
-	if err != nil {
-		return catalog.Meta{}, pulled, storageError(PhaseIndexing, err)
-	}
-	phase(PhaseIndexing, t)
-	return meta, pulled, nil
-}
-
-// writeFromSpool writes catalog.jsonl in the final file order from the
-// spool, when it could not be streamed during the pull.
-func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, files []unpack.File, results map[string]*fileResult, sp *spool) (*catalog.Writer, error) {
-	w, err := catalog.NewWriter(ctx, p.store, name, digest)
-	if err != nil {
-		return nil, storageError(PhaseIndexing, err)
-	}
-	buf := make([]byte, 0, 64<<10)
-	for _, file := range files {
-		for _, o := range results[file.Content].objs {
-			if cap(buf) < o.n {
-				buf = make([]byte, o.n)
-			}
-			b := buf[:o.n]
-			if err := sp.readAt(b, o.off); err != nil {
-				w.Abort()
-				return nil, &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
-			}
-			if err := w.Add(o.obj.Schema, o.obj.Package, o.obj.Name, b); err != nil {
-				w.Abort()
-				return nil, storageError(PhaseIndexing, err)
-			}
-		}
-	}
-	return w, nil
-}
-
 func registryError(ph Phase, err error) error {
 	reason := ReasonRegistry
 	switch {
@@ -607,8 +374,10 @@ func storageError(ph Phase, err error) error {
 }
 
 // layerError classifies what went wrong while streaming layers: unsafe or
-// oversized content is terminal; anything else (a connection reset, a
-// digest mismatch) is worth a retry.
+// oversized content, or a compression that is not a layer's, is terminal;
+// anything else is worth a retry, a digest mismatch at a layer's end too
+// (source.Retryable): a truncated or mangled transfer is the likelier
+// cause, and a registry serving wrong bytes keeps failing the retries.
 func layerError(err error) error {
 	switch {
 	case errors.Is(err, unpack.ErrUnsafe), errors.Is(err, unpack.ErrNoConfigs):

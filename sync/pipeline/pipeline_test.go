@@ -155,7 +155,7 @@ func TestSampleExample(t *testing.T) {
 func TestCatalogFromRegistry(t *testing.T) {
 	sets := []struct{ name, dir string }{
 		{"community-3pkgs", filepath.Join(repoRoot(t), "testdata/fbc/community-v4.21-3pkgs/configs")},
-		{"community-v4-21", filepath.Join(repoRoot(t), "../shared/testdata/fbc/community-v4.21/configs")},
+		{"community-v4-21", filepath.Join(servers.SharedDir(), "testdata/fbc/community-v4.21/configs")},
 	}
 	for _, s := range sets {
 		t.Run(s.name, func(t *testing.T) {
@@ -321,7 +321,7 @@ func TestBadInputsKeepPrevious(t *testing.T) {
 		name      string
 		img       imagebuild.Image
 		pl        *pipeline.Pipeline
-		reason    string
+		reason    pipeline.Reason
 		retryable bool
 		msg       string
 	}{

@@ -58,7 +58,7 @@ func s3ReadAll(t *testing.T, s *s3.Store, name string) []byte {
 // upload the failed attempt could not abort.
 func TestS3StorageStopsMidUpload(t *testing.T) {
 	// 90 renamed copies of the 3-package catalog: ~15 MB, several parts.
-	src := filepath.Join("..", "testdata", "fbc", "community-v4.21-3pkgs", "configs")
+	src := filepath.Join(repoRoot(t), "testdata", "fbc", "community-v4.21-3pkgs", "configs")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -84,7 +84,7 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 	layout := filepath.Join(t.TempDir(), "layout")
 	ref := "ocidir://" + layout + ":v1"
 	rc := imagebuild.NewRegClient()
-	tiny := filepath.Join("..", "testdata", "fbc", "tiny", "configs")
+	tiny := filepath.Join(repoRoot(t), "testdata", "fbc", "tiny", "configs")
 	oldDigest, err := imagebuild.Push(ctx, rc, ref, imagebuild.FromDir(tiny, "/configs"))
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 )
 
 // ReasonSignature: the image fails the signature policy (terminal).
-const ReasonSignature = "SignatureInvalid"
+const ReasonSignature Reason = "SignatureInvalid"
 
 // SignatureChecker verifies a resolved image before anything of it is
 // published; sigpolicy.Policy is one. It returns what verified the image,

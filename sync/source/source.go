@@ -384,6 +384,13 @@ type LayerReader struct {
 	closers []io.Closer
 }
 
+// NewLayerReader returns a LayerReader over an uncompressed layer stream
+// that another image source (or a test) opened: Finish reads r to its end,
+// Close closes closers.
+func NewLayerReader(r io.Reader, closers ...io.Closer) *LayerReader {
+	return &LayerReader{Reader: r, raw: r, closers: closers}
+}
+
 // maxTrailing bounds what may follow the tar archive inside a layer.
 const maxTrailing = 1 << 20
 

@@ -174,7 +174,7 @@ func testRetrying(t *testing.T, c *cluster, r *registry) {
 	})
 	msg := retrying.cond(TypeProgressing).Message
 	t.Logf("Retrying message: %q (%v after the first failure)", msg, retrying.at.Sub(first.at).Round(time.Millisecond))
-	if !strings.HasPrefix(msg, pipeline.ReasonRegistry+" while resolving: ") || !strings.Contains(msg, "503") || strings.Contains(msg, "->") {
+	if !strings.HasPrefix(msg, string(pipeline.ReasonRegistry)+" while resolving: ") || !strings.Contains(msg, "503") || strings.Contains(msg, "->") {
 		t.Errorf("Retrying message %q: want the reason, the phase and the 503", msg)
 	}
 	if sv := retrying.cond(TypeServing); sv.Status != metav1.ConditionFalse || sv.Reason != ReasonUnavailable {
@@ -239,7 +239,7 @@ func testBlocked(t *testing.T, c *cluster, r *registry) {
 	})
 	p := blocked.cond(TypeProgressing)
 	t.Logf("Blocked message: %q", p.Message)
-	if p.ObservedGeneration != 2 || !strings.HasPrefix(p.Message, pipeline.ReasonMissingLabel+" while pulling: ") || !strings.Contains(p.Message, imagebuild.ConfigsLabel) {
+	if p.ObservedGeneration != 2 || !strings.HasPrefix(p.Message, string(pipeline.ReasonMissingLabel)+" while pulling: ") || !strings.Contains(p.Message, imagebuild.ConfigsLabel) {
 		t.Errorf("Progressing %+v: want generation 2 and the missing label", p)
 	}
 	sv := blocked.cond(TypeServing)

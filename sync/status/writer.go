@@ -161,7 +161,7 @@ func NewWriter(client dynamic.Interface, src *Source, store storage.Store, baseU
 		store:    store,
 		baseURL:  strings.TrimRight(baseURL, "/"),
 		manager:  DefaultFieldManager,
-		replica:  cmp.Or(os.Getenv("POD_NAME"), host, "catalogsync"),
+		replica:  cmp.Or(host, "catalogsync"),
 		interval: time.Second,
 		quiet:    time.Second,
 		backoff:  backoff.Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second},

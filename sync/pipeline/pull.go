@@ -1,0 +1,376 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/fbc"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/sync/unpack"
+)
+
+// objRec locates one parsed object in the spool.
+type objRec struct {
+	obj fbc.Object // Blob cleared: only what validation and the index need
+	off int64
+	n   int
+}
+
+// fileResult is what parsing one file produced. A parse error is kept, not
+// returned, because .indexignore may still exclude the file.
+type fileResult struct {
+	objs []objRec
+	err  error
+	seq  int // which handle call parsed it
+}
+
+// spool holds parsed objects on local disk until the final file order is
+// known, so memory does not grow with the catalog.
+type spool struct {
+	mu      sync.Mutex
+	f       *os.File
+	w       *bufio.Writer
+	size    int64
+	flushed int64
+}
+
+func newSpool(dir string) (*spool, error) {
+	f, err := os.CreateTemp(dir, "catalogsync-spool-*")
+	if err != nil {
+		return nil, err
+	}
+	return &spool{f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
+}
+
+// remove closes and deletes the spool file.
+func (s *spool) remove() {
+	s.f.Close()
+	os.Remove(s.f.Name())
+}
+
+func (s *spool) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushed = s.size
+	return s.w.Flush()
+}
+
+// readAt reads what append wrote, flushing the buffer first if needed.
+func (s *spool) readAt(b []byte, off int64) error {
+	s.mu.Lock()
+	if off+int64(len(b)) > s.flushed {
+		if err := s.w.Flush(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		s.flushed = s.size
+	}
+	s.mu.Unlock()
+	_, err := s.f.ReadAt(b, off)
+	return err
+}
+
+func (s *spool) append(b []byte) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off := s.size
+	n, err := s.w.Write(b)
+	s.size += int64(n)
+	return off, err
+}
+
+// parsePool parses the FBC files of one pull into a spool. A file up to
+// inline bytes is read whole and parsed on a worker goroutine while the
+// next ones stream in, budget capping the bytes of files waiting or in
+// parse; a larger file is parsed as it streams, on the reading goroutine.
+type parsePool struct {
+	sp      *spool
+	inline  int64
+	budget  *semaphore.Weighted
+	workers *semaphore.Weighted
+	wg      sync.WaitGroup
+	seq     int // files handed in so far (reading goroutine only)
+
+	mu      sync.Mutex
+	results map[string]*fileResult // by path: the latest entry's
+	err     error                  // a spool write failure: fatal, unlike parse errors
+}
+
+func newParsePool(sp *spool, budget, inline int64, workers int) *parsePool {
+	return &parsePool{sp: sp, inline: inline, budget: semaphore.NewWeighted(budget),
+		workers: semaphore.NewWeighted(int64(workers)), results: map[string]*fileResult{}}
+}
+
+// handler returns the unpack.FileFunc that feeds the pool under ctx.
+func (pp *parsePool) handler(ctx context.Context) unpack.FileFunc {
+	return func(path string, size int64, r io.Reader) error { return pp.add(ctx, path, size, r) }
+}
+
+// add parses one file, or starts its parse; a path given twice keeps the
+// later entry.
+func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Reader) error {
+	pp.seq++
+	seq := pp.seq
+	if size > pp.inline {
+		pp.parse(path, r, seq)
+		// Drain what a failed parse left, so the tar stream goes on.
+		_, err := io.Copy(io.Discard, r)
+		return err
+	}
+	w := max(size, 1)
+	if err := pp.budget.Acquire(ctx, w); err != nil {
+		return err
+	}
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		pp.budget.Release(w)
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := pp.workers.Acquire(ctx, 1); err != nil {
+		pp.budget.Release(w)
+		return err
+	}
+	pp.wg.Add(1)
+	go func() {
+		defer pp.wg.Done()
+		defer pp.budget.Release(w)
+		defer pp.workers.Release(1)
+		pp.parse(path, bytes.NewReader(buf), seq)
+	}()
+	return nil
+}
+
+func (pp *parsePool) parse(path string, r io.Reader, seq int) {
+	fr := &fileResult{seq: seq}
+	fr.err = fbc.Parse(r, func(o fbc.Object) error {
+		off, err := pp.sp.append(o.Blob)
+		if err != nil {
+			pp.mu.Lock()
+			pp.err = err
+			pp.mu.Unlock()
+			return err
+		}
+		rec := objRec{obj: o, off: off, n: len(o.Blob)}
+		rec.obj.Blob = nil
+		fr.objs = append(fr.objs, rec)
+		return nil
+	})
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	// Parses run concurrently: the later entry wins, not the later parse.
+	if old, ok := pp.results[path]; !ok || old.seq < fr.seq {
+		pp.results[path] = fr
+	}
+}
+
+// wait waits for the parses under way and returns a spool failure.
+func (pp *parsePool) wait() error {
+	pp.wg.Wait()
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return pp.err
+}
+
+func spoolError(ph Phase, err error) error {
+	return &Error{Phase: ph, Reason: ReasonInternal, Retryable: true, Err: fmt.Errorf("spool: %w", err)}
+}
+
+// pull streams the image's layers, parses, validates and writes its
+// catalog (Pulling to Indexing). Nothing is published yet.
+func (a *attempt) pull(ctx context.Context, resolved source.Resolved) (catalog.Meta, error) {
+	meta, err := a.pullLayers(ctx, resolved)
+	// Replicas sharing the store all hear the same webhook: the one
+	// holding the sync lease pulls; if it loses the lease, it stops.
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, catalog.ErrLeaseLost) {
+		return meta, storageError(PhasePulling, cause)
+	}
+	return meta, err
+}
+
+func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (catalog.Meta, error) {
+	t := a.p.now()
+	img, u, err := a.open(ctx, resolved)
+	if err != nil {
+		return catalog.Meta{}, err
+	}
+	sp, err := newSpool(a.p.tmpDir)
+	if err != nil {
+		return catalog.Meta{}, &Error{Phase: PhasePulling, Reason: ReasonInternal, Retryable: true, Err: err}
+	}
+	defer sp.remove()
+	pool := newParsePool(sp, a.p.budget, a.p.inline, a.p.workers)
+	if err := a.readLayers(ctx, img, u, pool); err != nil {
+		return catalog.Meta{}, err
+	}
+	a.phase(PhasePulling, t)
+	v, err := a.validate(u, pool.results)
+	if err != nil {
+		return catalog.Meta{}, err
+	}
+	return a.index(ctx, img, v, pool)
+}
+
+// open fetches the image's manifest and makes its unpacker.
+func (a *attempt) open(ctx context.Context, resolved source.Resolved) (*source.Image, *unpack.Unpacker, error) {
+	img, err := a.p.src.Open(ctx, resolved)
+	if err != nil {
+		if errors.Is(err, source.ErrMissingLabel) {
+			// A tag may be re-pushed with the label; a digest never changes.
+			return nil, nil, &Error{Phase: PhasePulling, Reason: ReasonMissingLabel, Retryable: !resolved.Pinned, Err: err}
+		}
+		return nil, nil, registryError(PhasePulling, err)
+	}
+	u, err := unpack.New(img.ConfigsDir, a.p.limits)
+	if err != nil {
+		return nil, nil, &Error{Phase: PhasePulling, Reason: ReasonUnsafeImage, Err: err}
+	}
+	return img, u, nil
+}
+
+// readLayers streams the layers, top first, into the unpacker and the
+// pool, and waits for the parses.
+func (a *attempt) readLayers(ctx context.Context, img *source.Image, u *unpack.Unpacker, pool *parsePool) error {
+	for i := len(img.Layers) - 1; i >= 0; i-- {
+		if err := a.readLayer(ctx, img, i, u, pool); err != nil {
+			pool.wait()
+			return err
+		}
+	}
+	if err := pool.wait(); err != nil {
+		return spoolError(PhaseUnpacking, err)
+	}
+	if err := pool.sp.flush(); err != nil {
+		return spoolError(PhaseUnpacking, err)
+	}
+	return nil
+}
+
+func (a *attempt) readLayer(ctx context.Context, img *source.Image, i int, u *unpack.Unpacker, pool *parsePool) error {
+	l := img.Layers[i]
+	ev := Event{Phase: PhasePulling, Layer: len(img.Layers) - i, Layers: len(img.Layers), LayerDigest: l.Digest, BytesTotal: l.Size}
+	a.rep.emit(ev)
+	lr, err := a.p.src.OpenLayer(ctx, img, i, func(done int64) {
+		e := ev
+		e.BytesDone = done
+		a.rep.emit(e)
+	})
+	if err != nil {
+		return layerError(err)
+	}
+	defer lr.Close()
+	err = u.Layer(lr, pool.handler(ctx))
+	if err == nil {
+		err = lr.Finish()
+	}
+	a.res.BytesPulled += l.Size
+	if err != nil {
+		return layerError(err)
+	}
+	return nil
+}
+
+// validated is a catalog that passed validation, in catalog order.
+type validated struct {
+	files   []unpack.File
+	results map[string]*fileResult
+	stats   fbc.Stats
+	objects int
+}
+
+// validate checks the final files in catalog order, before anything is
+// written to storage (Unpacking and Validating).
+func (a *attempt) validate(u *unpack.Unpacker, results map[string]*fileResult) (validated, error) {
+	t := a.p.now()
+	a.rep.emit(Event{Phase: PhaseUnpacking})
+	files, err := u.Files()
+	if err != nil {
+		return validated{}, layerError(err)
+	}
+	a.phase(PhaseUnpacking, t)
+	t = a.p.now()
+	v := fbc.NewValidator()
+	out := validated{files: files, results: results}
+	for _, file := range files {
+		fr := results[file.Content]
+		if fr == nil {
+			return out, &Error{Phase: PhaseValidating, Reason: ReasonInternal, Err: fmt.Errorf("file %s was not parsed", file.Content)}
+		}
+		if fr.err != nil {
+			return out, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: fmt.Errorf("%s: %w", file.Path, fr.err)}
+		}
+		for _, o := range fr.objs {
+			v.Add(file.Path, o.obj)
+		}
+		out.objects += len(fr.objs)
+	}
+	out.stats = v.Stats()
+	a.rep.emit(Event{Phase: PhaseValidating, Bundles: out.stats.Bundles, Packages: out.stats.Packages, Objects: out.objects})
+	if err := v.Validate(); err != nil {
+		return out, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: err}
+	}
+	a.phase(PhaseValidating, t)
+	return out, nil
+}
+
+// index writes the catalog and its index under the digest (Indexing).
+func (a *attempt) index(ctx context.Context, img *source.Image, v validated, pool *parsePool) (catalog.Meta, error) {
+	t := a.p.now()
+	a.rep.emit(Event{Phase: PhaseIndexing, Bundles: v.stats.Bundles, Packages: v.stats.Packages, Objects: v.objects})
+	w, err := a.p.writeFromSpool(ctx, a.c.Name, a.res.Digest, v, pool.sp)
+	if err != nil {
+		return catalog.Meta{}, err
+	}
+	meta, err := w.Commit(ctx, catalog.Meta{
+		Ref: a.c.Image,
+		Stats: map[string]any{
+			"resolvedRef":    a.res.ResolvedRef,
+			"manifestDigest": img.ManifestDigest,
+			"layers":         len(img.Layers),
+			"bytesPulled":    a.res.BytesPulled,
+			"packages":       v.stats.Packages,
+			"channels":       v.stats.Channels,
+			"bundles":        v.stats.Bundles,
+		},
+	})
+	if err != nil {
+		return catalog.Meta{}, storageError(PhaseIndexing, err)
+	}
+	a.phase(PhaseIndexing, t)
+	return meta, nil
+}
+
+// writeFromSpool writes catalog.jsonl from the spool in the final file
+// order, which is known only once every layer has been read.
+func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v validated, sp *spool) (*catalog.Writer, error) {
+	w, err := catalog.NewWriter(ctx, p.store, name, digest)
+	if err != nil {
+		return nil, storageError(PhaseIndexing, err)
+	}
+	buf := make([]byte, 0, 64<<10)
+	for _, file := range v.files {
+		for _, o := range v.results[file.Content].objs {
+			if cap(buf) < o.n {
+				buf = make([]byte, o.n)
+			}
+			b := buf[:o.n]
+			if err := sp.readAt(b, o.off); err != nil {
+				w.Abort()
+				return nil, spoolError(PhaseIndexing, err)
+			}
+			if err := w.Add(o.obj.Schema, o.obj.Package, o.obj.Name, b); err != nil {
+				w.Abort()
+				return nil, storageError(PhaseIndexing, err)
+			}
+		}
+	}
+	return w, nil
+}
