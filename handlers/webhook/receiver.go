@@ -105,7 +105,6 @@ type options struct {
 	outcome  func(source, outcome string)
 	dedupMax int
 	dedupTTL time.Duration
-	now      func() time.Time
 }
 
 // Option configures a Receiver.
@@ -119,9 +118,6 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 func WithDedupe(max int, ttl time.Duration) Option {
 	return func(o *options) { o.dedupMax, o.dedupTTL = max, ttl }
 }
-
-// WithClock replaces time.Now for delivery-id expiry (tests).
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // Outcomes a Receiver reports for each notification through WithOutcome.
 const (
@@ -177,9 +173,6 @@ func NewReceiver(cfg Config, lister CatalogLister, trig Triggerer, opts ...Optio
 	}
 	if rc.maxBody <= 0 {
 		rc.maxBody = DefaultMaxBodyBytes
-	}
-	if o.now != nil {
-		rc.seen.SetClock(o.now)
 	}
 	names := map[string]bool{}
 	for i, c := range cfg.Receivers {
