@@ -165,6 +165,20 @@ func (h *heldWriter) Write(p []byte) (int, error) {
 	return h.cw.Write(p)
 }
 
+// ReadFrom copies through pooled 128 KiB buffers (ServeContent's io.CopyN
+// would allocate 32 KB each time): fewer, larger writes of /all.
+func (h *heldWriter) ReadFrom(r io.Reader) (int64, error) {
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	return io.CopyBuffer(writerFunc(h.Write), r, *buf) // no ReadFrom: no recursion
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 // flush sends the held status, if not yet sent.
 func (h *heldWriter) flush() {
 	if h.committed {
