@@ -27,7 +27,7 @@ import (
 // on the top router) and the write-stall cut-off.
 func (f *serveFlags) router(m *metrics.Metrics, log *slog.Logger) chi.Router {
 	r := chi.NewRouter()
-	r.Use(m.HTTPMiddleware, api.LogRequests(log), stall.Responses(f.writeStall))
+	r.Use(metrics.Observe(m.ObserveHTTP, api.RequestLog(log)), stall.Responses(f.writeStall))
 	return r
 }
 

@@ -1,14 +1,11 @@
 package api
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
+	"github.com/catalogsync/catalogsync/metrics"
 )
 
 // quietRoutes are polled by machines every few seconds; their successes are
@@ -16,57 +13,40 @@ import (
 var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
 // LogRequests returns a middleware that logs one structured line per
-// request: method, route (chi's pattern, so a catalog name does not make
-// every line distinct), path, status, duration and bytes written. 5xx are
-// logged as errors, successful probes and scrapes at debug level.
+// request (see RequestLog). With metrics too, give RequestLog and
+// Metrics.ObserveHTTP to one metrics.Observe instead: one wrapper then
+// records each response for both.
 //
 // Install it with Use on the top chi router; it also works wrapped around
 // any handler, and then gives a chi router inside it a routing context to
 // fill in.
 func LogRequests(log *slog.Logger) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			start := time.Now()
-			r, rctx := withRouteContext(r)
-			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-			next.ServeHTTP(ww, r)
-			status := ww.Status()
-			if status == 0 {
-				status = http.StatusOK // nothing written: net/http sends 200
-			}
-			route := rctx.RoutePattern()
-			if route == "" {
-				route = "unmatched"
-			}
-			level := slog.LevelInfo
-			switch {
-			case status >= 500:
-				level = slog.LevelError
-			case status < 400 && quietRoutes[route]:
-				level = slog.LevelDebug
-			}
-			log.LogAttrs(r.Context(), level, "http request",
-				slog.String("method", r.Method),
-				slog.String("route", route),
-				slog.String("path", loggedPath(route, r.URL.Path)),
-				slog.Int("status", status),
-				slog.Duration("duration", time.Since(start)),
-				slog.Int("bytes", ww.BytesWritten()),
-			)
-		})
-	}
+	return metrics.Observe(RequestLog(log))
 }
 
-// withRouteContext returns r with a chi routing context, adding an empty
-// one when there is none yet: a chi router reuses a context it finds
-// rather than making (and recycling) its own, so the route pattern is
-// still there when the handler returns.
-func withRouteContext(r *http.Request) (*http.Request, *chi.Context) {
-	if rctx := chi.RouteContext(r.Context()); rctx != nil {
-		return r, rctx
+// RequestLog logs what metrics.Observe recorded: method, route (chi's
+// pattern, so a catalog name does not make every line distinct), path,
+// status, duration and bytes written. 5xx are logged as errors, successful
+// probes and scrapes at debug level.
+func RequestLog(log *slog.Logger) func(metrics.Request) {
+	return func(q metrics.Request) {
+		level := slog.LevelInfo
+		switch {
+		case q.Status >= 500:
+			level = slog.LevelError
+		case q.Status < 400 && quietRoutes[q.Route]:
+			level = slog.LevelDebug
+		}
+		r := q.Request
+		log.LogAttrs(r.Context(), level, "http request",
+			slog.String("method", r.Method),
+			slog.String("route", q.Route),
+			slog.String("path", loggedPath(q.Route, r.URL.Path)),
+			slog.Int("status", q.Status),
+			slog.Duration("duration", q.Duration),
+			slog.Int("bytes", q.Bytes),
+		)
 	}
-	rctx := chi.NewRouteContext()
-	return r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx)), rctx
 }
 
 // loggedPath is the path a request line shows. A route with a {token}
@@ -77,7 +57,7 @@ func loggedPath(route, path string) string {
 	switch {
 	case strings.Contains(route, "{token}"):
 		return route
-	case route == "unmatched" && strings.HasPrefix(path, "/hooks/"):
+	case route == metrics.RouteUnmatched && strings.HasPrefix(path, "/hooks/"):
 		return "/hooks/…"
 	}
 	return path

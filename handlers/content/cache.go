@@ -1,7 +1,6 @@
 package content
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -36,10 +35,8 @@ type cache struct {
 	ttl     time.Duration
 	readGap int64
 
-	mu     sync.Mutex
-	byName map[string]*entry
-	lru    list.List // of *entry, most recently used at the front
-	used   int64
+	mu      sync.Mutex
+	entries *weighted[string, *entry] // weighed by footprint
 
 	// missing remembers names found unpublished, for ttl: requests for
 	// a catalog that does not exist (yet) cost one store read per ttl,
@@ -61,14 +58,14 @@ type entry struct {
 	// checked is when (unix ns) the latest pointer check that confirmed
 	// etag started.
 	checked atomic.Int64
-	elem    *list.Element
 }
 
 // missingEntries bounds the names remembered as unpublished.
 const missingEntries = 4096
 
 func newCache(s storage.Store, max int64, ttl time.Duration, readGap int64) *cache {
-	c := &cache{store: s, max: max, ttl: ttl, readGap: readGap, byName: map[string]*entry{}}
+	c := &cache{store: s, max: max, ttl: ttl, readGap: readGap,
+		entries: newWeighted[string](max, func(e *entry) int64 { return e.size })}
 	if ttl > 0 {
 		c.missing = expirable.NewLRU[string, struct{}](missingEntries, nil, ttl)
 	}
@@ -89,10 +86,7 @@ func (c *cache) fresh(e *entry, now time.Time) bool {
 func (c *cache) lookup(name string) *entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.byName[name]
-	if e != nil {
-		c.lru.MoveToFront(e.elem)
-	}
+	e, _ := c.entries.get(name)
 	return e
 }
 
@@ -192,16 +186,7 @@ func (c *cache) load(ctx context.Context, name string) (*catalog.Catalog, error)
 func (c *cache) insert(e *entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.drop(c.byName[e.name])
-	if e.size > c.max {
-		return
-	}
-	e.elem = c.lru.PushFront(e)
-	c.byName[e.name] = e
-	c.used += e.size
-	for c.used > c.max {
-		c.drop(c.lru.Back().Value.(*entry))
-	}
+	c.entries.add(e.name, e)
 }
 
 // remove drops name's entry; with cat non-nil, only if it still holds cat
@@ -213,16 +198,7 @@ func (c *cache) remove(name string, cat *catalog.Catalog) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.byName[name]; e != nil && (cat == nil || e.cat == cat) {
-		c.drop(e)
+	if e, ok := c.entries.peek(name); ok && (cat == nil || e.cat == cat) {
+		c.entries.remove(name)
 	}
-}
-
-func (c *cache) drop(e *entry) {
-	if e == nil {
-		return
-	}
-	c.lru.Remove(e.elem)
-	delete(c.byName, e.name)
-	c.used -= e.size
 }

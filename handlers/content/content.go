@@ -4,21 +4,24 @@
 //	GET|HEAD <base>/{name}/api/v1/all                           the whole catalog
 //	GET|HEAD <base>/{name}/api/v1/metas?schema=&package=&name=  a filtered part
 //
-// Bodies are catalog.jsonl lines, Content-Type application/jsonl. /all
-// supports a single byte range; /metas is answered from the catalog's
-// index by reading only the matching byte ranges of catalog.jsonl. Both
-// are gzipped for clients that accept it once the body reaches
-// DefaultGzipMinSize bytes (catalogd's gzhttp default), and carry
-// Last-Modified (the publish time) and a strong ETag (the image digest,
-// the query and the encoding), so clients revalidate with 304s.
+// Bodies are catalog.jsonl lines, Content-Type application/jsonl. /metas
+// is answered from the catalog's index by reading only the matching byte
+// ranges of catalog.jsonl. Both are gzipped for clients that accept it
+// once the body reaches DefaultGzipMinSize bytes (catalogd's gzhttp
+// default), and carry Last-Modified (the publish time) and a strong ETag
+// (the image digest, the query and the encoding), so clients revalidate
+// with 304s. Identity answers, and every request with a Range, go through
+// http.ServeContent as catalogd's /all does: its conditional requests,
+// single and multipart ranges, and HEAD; gzip answers check the same
+// conditions in this package and ignore Range.
 //
 // Where it differs from catalogd, on purpose: a name that is not a
 // DNS-1123 subdomain and a query string that does not parse are 400, not
 // 404 and ignored; HEAD gets exactly GET's headers (catalogd's HEAD of
-// /all never says gzip); a Range of several ranges is ignored (200, the
-// whole catalog) rather than answered multipart; zstd, which catalogd's
-// gzhttp prefers when a client offers it, is not offered (Go clients ask
-// for gzip only).
+// /all never says gzip, its HEAD of /metas no length); /metas honours
+// Range and entity-tag conditions (catalogd's metas handler checks dates
+// only); zstd, which catalogd's gzhttp prefers when a client offers it,
+// is not offered (Go clients ask for gzip only).
 //
 // The handler keeps no state that matters: every replica reads the same
 // store. Opened catalogs (their index, a few hundred KB for 15k objects) are
@@ -398,79 +401,50 @@ func (h *Handler) serveCatalog(w http.ResponseWriter, r *http.Request, write fun
 
 // writeAll answers /all from c. It returns an error only while nothing has
 // been written, so the caller can still answer with an error status.
+// Ranges are answered in identity only, through http.ServeContent.
 func (h *Handler) writeAll(w http.ResponseWriter, r *http.Request, c *catalog.Catalog) error {
 	size, mod := c.Meta.Size, lastModified(c)
-	plainTag := etag(c, nil, false)
-	start, n, ranged, rangeErr := requestedRange(r, size, plainTag, mod)
-	gz := !ranged && rangeErr == nil && h.wantGzip(r, size)
-	tag := plainTag
-	if gz {
-		tag = etag(c, nil, true)
-	}
-	if code := checkConditions(r, tag, mod); code != 0 {
-		notModified(w, code, tag, mod)
-		return nil
-	}
-	if rangeErr != nil {
-		w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
-		httpError(w, http.StatusRequestedRangeNotSatisfiable, rangeErr.Error())
-		return nil
-	}
-	if !ranged {
-		start, n = 0, size
-	}
 	key, err := catalog.ContentKey(c.Name, c.Meta.Digest)
 	if err != nil {
 		return err
 	}
+	if r.Header.Get("Range") != "" || !h.wantGzip(r, size) {
+		w.Header().Set("ETag", etag(c, nil, false))
+		return h.serveIdentity(w, r, c.Name, mod, &lazyBody{size: size, open: func(off int64) (io.ReadCloser, error) {
+			return h.store.Get(r.Context(), key, off, size-off)
+		}})
+	}
+	tag := etag(c, nil, true)
+	if code := checkConditions(r, tag, mod); code != 0 {
+		notModified(w, code, tag, mod)
+		return nil
+	}
 	var rc io.ReadCloser
-	if r.Method != http.MethodHead && n > 0 {
+	if r.Method != http.MethodHead {
 		// Opened before any header is written, so a missing or failing
 		// object still gets an error status.
-		if rc, err = h.store.Get(r.Context(), key, start, n); err != nil {
+		if rc, err = h.store.Get(r.Context(), key, 0, size); err != nil {
 			return err
 		}
 		defer rc.Close()
 	}
-	code := http.StatusOK
-	if gz {
-		setHeaders(w, tag, mod, -1, true)
-	} else {
-		setHeaders(w, tag, mod, n, false)
-		w.Header().Set("Accept-Ranges", "bytes")
-		if ranged {
-			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+n-1, size))
-			code = http.StatusPartialContent
-		}
-	}
-	w.WriteHeader(code)
+	setHeaders(w, tag, mod, -1, true)
+	w.WriteHeader(http.StatusOK)
 	if rc == nil {
 		return nil
 	}
 	cw := &countWriter{w: w}
-	if gz {
-		z := h.gzipWriter(cw)
-		_, err = io.Copy(z, rc)
-		if err == nil {
-			err = z.Close()
-		}
-		if err == nil {
-			h.gzipPool.Put(z)
-		}
-	} else {
-		buf := copyBufs.Get().(*[]byte)
-		_, err = io.CopyBuffer(cw, rc, *buf)
-		copyBufs.Put(buf)
+	z := h.gzipWriter(cw)
+	if _, err = io.Copy(z, rc); err == nil {
+		err = z.Close()
 	}
 	if err != nil {
 		h.streamError(r, c.Name, cw, err)
+		return nil
 	}
+	h.gzipPool.Put(z)
 	return nil
 }
-
-// copyBufs holds the buffers /all is copied through: fewer, larger writes
-// than io.Copy's 32 KB, and no allocation per request.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 // metasParams are the only query parameters /metas accepts, as catalogd.
 var metasParams = map[string]bool{"schema": true, "package": true, "name": true}
@@ -503,43 +477,55 @@ func (h *Handler) serveMetas(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) writeMetas(w http.ResponseWriter, r *http.Request, c *catalog.Catalog, q catalog.Query) error {
 	_, size := c.Count(q)
 	mod := lastModified(c)
-	gz := h.wantGzip(r, size)
-	tag := etag(c, &q, gz)
+	if r.Header.Get("Range") != "" || !h.wantGzip(r, size) {
+		w.Header().Set("ETag", etag(c, &q, false))
+		return h.serveIdentity(w, r, c.Name, mod, &lazyBody{size: size, open: func(off int64) (io.ReadCloser, error) {
+			if !h.responses.fits(size) {
+				return streamFrom(r.Context(), off, func(ctx context.Context, w io.Writer) error { return c.Query(ctx, w, q) }), nil
+			}
+			body, err := h.cachedMetas(r.Context(), c, q, false)
+			return bytesFrom(body, off), err
+		}})
+	}
+	tag := etag(c, &q, true)
 	if code := checkConditions(r, tag, mod); code != 0 {
 		notModified(w, code, tag, mod)
 		return nil
 	}
-	if r.Method != http.MethodHead && size > 0 && h.responses.fits(size) {
-		return h.writeCachedMetas(w, r, c, q, tag, mod, gz)
+	if r.Method != http.MethodHead && h.responses.fits(size) {
+		body, err := h.cachedMetas(r.Context(), c, q, true)
+		if err != nil {
+			return err // nothing written: the caller answers or retries
+		}
+		setHeaders(w, tag, mod, int64(len(body)), true)
+		w.WriteHeader(http.StatusOK)
+		if _, err := w.Write(body); err != nil {
+			h.log.Debug("client gone", "catalog", c.Name, "err", err)
+		}
+		return nil
 	}
-	if gz {
-		setHeaders(w, tag, mod, -1, true)
-	} else {
-		setHeaders(w, tag, mod, size, false)
-	}
-	if r.Method == http.MethodHead || size == 0 {
+	setHeaders(w, tag, mod, -1, true)
+	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	// No explicit WriteHeader: the status is committed by the first byte
-	// that reaches w, so a Query failing before it (its first ranged Get)
-	// can still be answered with an error.
+	return h.streamMetasGzip(w, r, c, q)
+}
+
+// streamMetasGzip streams a gzipped query too large for the response
+// cache. No explicit WriteHeader: the status is committed by the first
+// byte that reaches w, so a Query failing before it (its first ranged
+// Get) can still be answered with an error.
+func (h *Handler) streamMetasGzip(w http.ResponseWriter, r *http.Request, c *catalog.Catalog, q catalog.Query) error {
 	cw := &countWriter{w: w}
-	var err error
-	var z *gzip.Writer
-	if gz {
-		z = h.gzipWriter(cw)
-		if err = c.Query(r.Context(), z, q); err == nil {
-			err = z.Close()
-		}
-	} else {
-		err = c.Query(r.Context(), cw, q)
+	z := h.gzipWriter(cw)
+	err := c.Query(r.Context(), z, q)
+	if err == nil {
+		err = z.Close()
 	}
 	switch {
 	case err == nil:
-		if z != nil {
-			h.gzipPool.Put(z)
-		}
+		h.gzipPool.Put(z)
 		return nil
 	case cw.n == 0 && cw.err == nil:
 		// Drop the headers of the body that was not sent; the caller
@@ -553,16 +539,16 @@ func (h *Handler) writeMetas(w http.ResponseWriter, r *http.Request, c *catalog.
 	return nil
 }
 
-// writeCachedMetas answers from (or fills) the response cache, keyed by
-// the digest, query and encoding: the body is built once, compressed once,
-// and sent with its exact length.
-func (h *Handler) writeCachedMetas(w http.ResponseWriter, r *http.Request, c *catalog.Catalog, q catalog.Query, tag string, mod time.Time, gz bool) error {
+// cachedMetas returns the body of a query from (or filled into) the
+// response cache, keyed by the digest, query and encoding: built once,
+// compressed once, sent with its exact length.
+func (h *Handler) cachedMetas(ctx context.Context, c *catalog.Catalog, q catalog.Query, gz bool) ([]byte, error) {
 	key := strings.Join([]string{c.Pointer.Digest, q.Schema, q.Package, q.Name, strconv.FormatBool(gz)}, "\x00")
 	// The fill is shared by every request missing the key at once, so no
 	// single client's disconnect may cancel it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	body, err := h.responses.load(ctx, key, func(ctx context.Context) ([]byte, error) {
+	return h.responses.load(ctx, key, func(ctx context.Context) ([]byte, error) {
 		var buf bytes.Buffer
 		if !gz {
 			err := c.Query(ctx, &buf, q)
@@ -578,15 +564,6 @@ func (h *Handler) writeCachedMetas(w http.ResponseWriter, r *http.Request, c *ca
 		h.gzipPool.Put(z)
 		return buf.Bytes(), nil
 	})
-	if err != nil {
-		return err // nothing written: the caller answers or retries
-	}
-	setHeaders(w, tag, mod, int64(len(body)), gz)
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(body); err != nil {
-		h.log.Debug("client gone", "catalog", c.Name, "err", err)
-	}
-	return nil
 }
 
 // countWriter counts what reached the client and keeps the first write

@@ -122,6 +122,11 @@ func TestStatusMatrix(t *testing.T) {
 			if tc.code == 405 && r.header.Get("Allow") != "GET, HEAD" {
 				t.Errorf("%s %s: Allow %q", tc.method, tc.path, r.header.Get("Allow"))
 			}
+			if tc.code == 412 || tc.code == 416 {
+				// http.ServeContent's answer, catalogd's too: checked
+				// against catalogd-ref by TestHTTPSemanticsOracle.
+				continue
+			}
 			if tc.code >= 400 {
 				// A short text, as catalogd's "404 Not Found".
 				want := fmt.Sprintf("%d %s", tc.code, http.StatusText(tc.code))

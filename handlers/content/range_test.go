@@ -3,7 +3,11 @@ package content
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,41 +30,39 @@ func TestRangeOnAll(t *testing.T) {
 		type want struct {
 			code       int
 			start, end int64 // inclusive, for 206
+			invalid    bool  // a 416 for a malformed range: no Content-Range
 		}
 		for _, tc := range []struct {
 			headers []string
 			want    want
 		}{
-			{[]string{"Range: bytes=0-0"}, want{206, 0, 0}},
-			{[]string{"Range: bytes=0-99"}, want{206, 0, 99}},
-			{[]string{"Range: bytes=100-"}, want{206, 100, size - 1}},
-			{[]string{"Range: bytes=-50"}, want{206, size - 50, size - 1}},
-			{[]string{"Range: bytes=-99999999"}, want{206, 0, size - 1}},
-			{[]string{fmt.Sprintf("Range: bytes=%d-99999999", size-10)}, want{206, size - 10, size - 1}},
-			{[]string{"Range: BYTES = 5-9"}, want{206, 5, 9}},
-			{[]string{"Range: bytes=5-9,"}, want{206, 5, 9}},
+			{[]string{"Range: bytes=0-0"}, want{code: 206, start: 0, end: 0}},
+			{[]string{"Range: bytes=0-99"}, want{code: 206, start: 0, end: 99}},
+			{[]string{"Range: bytes=100-"}, want{code: 206, start: 100, end: size - 1}},
+			{[]string{"Range: bytes=-50"}, want{code: 206, start: size - 50, end: size - 1}},
+			{[]string{"Range: bytes=-99999999"}, want{code: 206, start: 0, end: size - 1}},
+			{[]string{fmt.Sprintf("Range: bytes=%d-99999999", size-10)}, want{code: 206, start: size - 10, end: size - 1}},
+			{[]string{"Range: bytes=5-9,"}, want{code: 206, start: 5, end: 9}},
 			// Gzip is never applied to a range.
-			{[]string{"Range: bytes=10-20", "Accept-Encoding: gzip"}, want{206, 10, 20}},
-			{[]string{"Range: bytes=10-20", "If-Range: " + tag}, want{206, 10, 20}},
-			{[]string{"Range: bytes=10-20", "If-Range: " + mod}, want{206, 10, 20}},
+			{[]string{"Range: bytes=10-20", "Accept-Encoding: gzip"}, want{code: 206, start: 10, end: 20}},
+			{[]string{"Range: bytes=10-20", "If-Range: " + tag}, want{code: 206, start: 10, end: 20}},
+			{[]string{"Range: bytes=10-20", "If-Range: " + mod}, want{code: 206, start: 10, end: 20}},
 			// A stale If-Range gets the whole, current catalog.
 			{[]string{"Range: bytes=10-20", "If-Range: \"old\""}, want{code: 200}},
 			{[]string{"Range: bytes=10-20", "If-Range: W/" + tag}, want{code: 200}},
 			{[]string{"Range: bytes=10-20", "If-Range: " + lm.Add(-time.Second).Format(http.TimeFormat)}, want{code: 200}},
-			// Several ranges, or another unit: ignored.
-			{[]string{"Range: bytes=0-1,5-6"}, want{code: 200}},
-			{[]string{"Range: items=0-1"}, want{code: 200}},
-			{[]string{"Range: nonsense"}, want{code: 200}},
-			// Unsatisfiable or malformed byte ranges.
+			// Unsatisfiable byte ranges say the size; malformed ones, and
+			// units other than bytes, are 416 too (http.ServeContent, as
+			// catalogd).
 			{[]string{fmt.Sprintf("Range: bytes=%d-", size)}, want{code: 416}},
 			{[]string{"Range: bytes=99999999-99999999"}, want{code: 416}},
-			{[]string{"Range: bytes=-0"}, want{code: 416}},
-			{[]string{"Range: bytes=9-5"}, want{code: 416}},
-			{[]string{"Range: bytes=a-5"}, want{code: 416}},
-			{[]string{"Range: bytes=+1-5"}, want{code: 416}},
-			{[]string{"Range: bytes=5"}, want{code: 416}},
-			{[]string{"Range: bytes="}, want{code: 416}},
-			{[]string{"Range: bytes=99999999999999999999-"}, want{code: 416}},
+			{[]string{"Range: bytes=9-5"}, want{code: 416, invalid: true}},
+			{[]string{"Range: bytes=a-5"}, want{code: 416, invalid: true}},
+			{[]string{"Range: bytes=5"}, want{code: 416, invalid: true}},
+			{[]string{"Range: bytes=99999999999999999999-"}, want{code: 416, invalid: true}},
+			{[]string{"Range: BYTES = 5-9"}, want{code: 416, invalid: true}},
+			{[]string{"Range: items=0-1"}, want{code: 416, invalid: true}},
+			{[]string{"Range: nonsense"}, want{code: 416, invalid: true}},
 			// Preconditions come before the range.
 			{[]string{"Range: bytes=0-9", "If-None-Match: " + tag}, want{code: 304}},
 		} {
@@ -88,7 +90,11 @@ func TestRangeOnAll(t *testing.T) {
 					t.Errorf("%v: 200 is not the whole catalog (Content-Range %q)", tc.headers, r.header.Get("Content-Range"))
 				}
 			case 416:
-				if got := r.header.Get("Content-Range"); got != fmt.Sprintf("bytes */%d", size) {
+				want := fmt.Sprintf("bytes */%d", size)
+				if tc.want.invalid {
+					want = ""
+				}
+				if got := r.header.Get("Content-Range"); got != want {
 					t.Errorf("%v: 416 Content-Range %q", tc.headers, got)
 				}
 			}
@@ -96,16 +102,43 @@ func TestRangeOnAll(t *testing.T) {
 	})
 }
 
-// Range applies to /all only, as catalogd's metas handler copies the body
-// without ServeContent.
-func TestRangeIgnoredOnMetas(t *testing.T) {
+// Several ranges are answered multipart, each part with its Content-Range.
+func TestMultipartRangeOnAll(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s storage.Store) {
 		objs, whole := tinyObjects(t)
 		store(t, s, "tiny", "v1", objs)
 		c := serve(t, New(s))
-		r := c.get("/catalogs/tiny/api/v1/metas", "Range: bytes=0-9")
-		if got := r.ok(t); !bytes.Equal(got, whole) {
-			t.Fatalf("metas with Range: %q", got)
+		r := c.get("/catalogs/tiny/api/v1/all", "Range: bytes=0-1,5-6")
+		ct := r.header.Get("Content-Type")
+		_, params, err := mime.ParseMediaType(ct)
+		if r.code != 206 || err != nil || !strings.HasPrefix(ct, "multipart/byteranges") {
+			t.Fatalf("%d %q", r.code, ct)
+		}
+		mr := multipart.NewReader(bytes.NewReader(r.body), params["boundary"])
+		for _, want := range [][2]int{{0, 1}, {5, 6}} {
+			p, err := mr.NextPart()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(p)
+			if !bytes.Equal(got, whole[want[0]:want[1]+1]) || p.Header.Get("Content-Range") != fmt.Sprintf("bytes %d-%d/%d", want[0], want[1], len(whole)) {
+				t.Fatalf("part %q %q", got, p.Header.Get("Content-Range"))
+			}
+		}
+	})
+}
+
+// /metas honours a single Range too (catalogd's metas handler ignores it).
+func TestRangeOnMetas(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s storage.Store) {
+		objs, whole := tinyObjects(t)
+		store(t, s, "tiny", "v1", objs)
+		for _, h := range []*Handler{New(s), New(s, WithResponseCacheSize(0))} {
+			c := serve(t, h)
+			r := c.get("/catalogs/tiny/api/v1/metas", "Range: bytes=10-19")
+			if r.code != 206 || !bytes.Equal(r.body, whole[10:20]) || r.header.Get("Content-Range") != fmt.Sprintf("bytes 10-19/%d", len(whole)) {
+				t.Fatalf("metas with Range: %d %q %q", r.code, r.body, r.header.Get("Content-Range"))
+			}
 		}
 	})
 }

@@ -2,7 +2,6 @@ package content
 
 import (
 	"bytes"
-	"container/list"
 	"context"
 	"sync"
 
@@ -20,20 +19,14 @@ const DefaultResponseCacheSize = 64 << 20
 type respCache struct {
 	max, maxEntry int64
 
-	mu    sync.Mutex
-	size  int64
-	ll    *list.List // front: most recent
-	items map[string]*list.Element
-	fills singleflight.Group
-}
-
-type respEntry struct {
-	key  string
-	body []byte
+	mu     sync.Mutex
+	bodies *weighted[string, []byte] // weighed by capacity: the memory held
+	fills  singleflight.Group
 }
 
 func newRespCache(max int64) *respCache {
-	return &respCache{max: max, maxEntry: max / 4, ll: list.New(), items: map[string]*list.Element{}}
+	return &respCache{max: max, maxEntry: max / 4,
+		bodies: newWeighted[string](max, func(b []byte) int64 { return int64(cap(b)) })}
 }
 
 // fits reports whether a body of n bytes may be kept.
@@ -42,11 +35,7 @@ func (c *respCache) fits(n int64) bool { return c != nil && c.max > 0 && n <= c.
 func (c *respCache) get(key string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[key]; ok {
-		c.ll.MoveToFront(el)
-		return el.Value.(*respEntry).body, true
-	}
-	return nil, false
+	return c.bodies.get(key)
 }
 
 // load returns the cached body of key, or fills it with fill once however
@@ -84,17 +73,9 @@ func (c *respCache) add(key string, body []byte) []byte {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[key]; ok {
-		return el.Value.(*respEntry).body
+	if b, ok := c.bodies.peek(key); ok {
+		return b
 	}
-	c.items[key] = c.ll.PushFront(&respEntry{key, body})
-	c.size += int64(cap(body))
-	for c.size > c.max {
-		el := c.ll.Back()
-		e := el.Value.(*respEntry)
-		c.ll.Remove(el)
-		delete(c.items, e.key)
-		c.size -= int64(cap(e.body))
-	}
+	c.bodies.add(key, body)
 	return body
 }

@@ -24,8 +24,9 @@ func TestRespCacheCountsCapacity(t *testing.T) {
 	}
 	var held int64
 	c.mu.Lock()
-	for el := c.ll.Front(); el != nil; el = el.Next() {
-		held += int64(cap(el.Value.(*respEntry).body))
+	for _, k := range c.bodies.lru.Keys() {
+		b, _ := c.bodies.peek(k)
+		held += int64(cap(b))
 	}
 	c.mu.Unlock()
 	if held > budget {

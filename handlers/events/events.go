@@ -139,7 +139,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // for the metric the webhook receivers count in.
 func WithOutcome(fn func(source, outcome string)) Option { return func(o *options) { o.outcome = fn } }
 
-// WithClock replaces time.Now for duplicate and throttle windows (tests).
+// WithClock replaces time.Now for the ping interval (tests). The duplicate
+// and reference-update windows run on the wall clock (webhook.Dedupe).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // New returns the endpoint. poller may be nil when no PingSource is used.
@@ -182,8 +183,6 @@ func New(cfg Config, lister webhook.CatalogLister, trig webhook.Triggerer, polle
 	}
 	if o.now != nil {
 		h.now = o.now
-		h.seen.SetClock(o.now)
-		h.refSeen.SetClock(o.now)
 	}
 	return h, nil
 }

@@ -5,44 +5,35 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // Dedupe remembers delivery ids for a while, so a redelivered notification
 // does not trigger again. It is bounded in bytes, whatever the senders
 // send: ids are kept as their SHA-256 (32 bytes each, however long the id),
-// past max ids the least recently seen are forgotten, and ids expire after
-// ttl. Safe for concurrent use.
+// past a set number of ids the least recently seen are forgotten, and ids expire ttl
+// after their first delivery. Safe for concurrent use.
 //
-// The LRU is golang-lru's; expiry is ours rather than its expirable
-// variant's, because that one reads the wall clock, and the windows here
-// are tested with a fake one.
+// Expiry is golang-lru's expirable LRU, on the wall clock. Its sweeper
+// goroutine lives as long as the process (the library has no Close), so a
+// Dedupe is made once per receiver, not per request.
 type Dedupe struct {
+	// mu makes a batch's check-and-record one step: two concurrent
+	// deliveries of one id must not both pass.
 	mu  sync.Mutex
-	ttl time.Duration
-	now func() time.Time
-	lru *simplelru.LRU[[sha256.Size]byte, time.Time]
+	lru *expirable.LRU[[sha256.Size]byte, struct{}]
 }
 
-// DedupeEntryBytes bounds the memory one remembered id takes (key, time
-// and the LRU's list and map overhead), so a window of max ids takes at
-// most max*DedupeEntryBytes.
-const DedupeEntryBytes = 160
+// DedupeEntryBytes bounds the memory one remembered id takes (key, expiry
+// and the LRU's list, map and expiry-bucket overhead), so a window of n ids
+// takes at most n*DedupeEntryBytes.
+const DedupeEntryBytes = 320
 
-// NewDedupe returns a Dedupe holding at most max ids for ttl each.
-func NewDedupe(max int, ttl time.Duration) *Dedupe {
-	if max <= 0 {
-		max = 1
-	}
-	l, _ := simplelru.NewLRU[[sha256.Size]byte, time.Time](max, nil) // err only for max <= 0
-	return &Dedupe{ttl: ttl, now: time.Now, lru: l}
-}
-
-// SetClock replaces time.Now (tests).
-func (d *Dedupe) SetClock(now func() time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.now = now
+// NewDedupe returns a Dedupe holding at most entries ids for ttl each.
+func NewDedupe(entries int, ttl time.Duration) *Dedupe {
+	// Size 0 would mean unbounded to the library.
+	entries = max(entries, 1)
+	return &Dedupe{lru: expirable.NewLRU[[sha256.Size]byte, struct{}](entries, nil, ttl)}
 }
 
 // Seen reports whether every id was already recorded within the ttl, and
@@ -55,7 +46,6 @@ func (d *Dedupe) Seen(ids ...string) bool {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.now()
 	all := true
 	for _, id := range ids {
 		if id == "" {
@@ -65,27 +55,16 @@ func (d *Dedupe) Seen(ids ...string) bool {
 		k := sha256.Sum256([]byte(id))
 		// The window runs from the first delivery: a sender that keeps
 		// redelivering is heard again once it has passed. Get keeps the id
-		// recent without moving its window.
-		if at, ok := d.lru.Get(k); ok && now.Sub(at) < d.ttl {
+		// recent without moving its expiry; Add (re)starts the window.
+		if _, ok := d.lru.Get(k); ok {
 			continue
 		}
-		d.lru.Add(k, now)
+		d.lru.Add(k, struct{}{})
 		all = false
-	}
-	// Drop expired entries from the old end so memory follows the traffic.
-	for {
-		_, at, ok := d.lru.GetOldest()
-		if !ok || now.Sub(at) < d.ttl {
-			break
-		}
-		d.lru.RemoveOldest()
 	}
 	return all
 }
 
-// Len returns how many ids are remembered.
-func (d *Dedupe) Len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.lru.Len()
-}
+// Len returns how many ids are remembered, expired ones not yet swept
+// included.
+func (d *Dedupe) Len() int { return d.lru.Len() }

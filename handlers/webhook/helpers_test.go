@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fixtureDir holds recorded and hand-written sender requests: <name>.json
@@ -177,4 +178,17 @@ func pathOf(t testing.TB, rc *Receiver, name string) string {
 	}
 	t.Fatalf("no receiver %q", name)
 	return ""
+}
+
+// eventually polls cond until it holds, failing after a generous bound:
+// tests wait on state, never assert on how long something took.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

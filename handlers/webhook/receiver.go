@@ -105,7 +105,6 @@ type options struct {
 	outcome  func(source, outcome string)
 	dedupMax int
 	dedupTTL time.Duration
-	now      func() time.Time
 }
 
 // Option configures a Receiver.
@@ -119,9 +118,6 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 func WithDedupe(max int, ttl time.Duration) Option {
 	return func(o *options) { o.dedupMax, o.dedupTTL = max, ttl }
 }
-
-// WithClock replaces time.Now for delivery-id expiry (tests).
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // Outcomes a Receiver reports for each notification through WithOutcome.
 const (
@@ -177,9 +173,6 @@ func NewReceiver(cfg Config, lister CatalogLister, trig Triggerer, opts ...Optio
 	}
 	if rc.maxBody <= 0 {
 		rc.maxBody = DefaultMaxBodyBytes
-	}
-	if o.now != nil {
-		rc.seen.SetClock(o.now)
 	}
 	names := map[string]bool{}
 	for i, c := range cfg.Receivers {
@@ -247,100 +240,152 @@ func (rc *Receiver) Endpoints() []Endpoint {
 	return out
 }
 
-// ServeHTTP handles one notification.
+// ServeHTTP handles one notification: method, body, authentication,
+// parsing, redelivery check, then the triggers.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, ok := rc.byPath[r.URL.Path]
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
-	log := rc.log.With("receiver", ep.cfg.Name, "type", ep.cfg.Type)
-	report := func(outcome string) {
-		if rc.outcome != nil {
-			rc.outcome(ep.cfg.Type, outcome)
-		}
+	n := &notification{rc: rc, ep: ep, log: rc.log.With("receiver", ep.cfg.Name, "type", ep.cfg.Type)}
+	if !n.allowMethod(w, r) {
+		return
 	}
+	body, ok := n.readAuthentic(w, r)
+	if !ok {
+		return
+	}
+	ids := n.deliveryIDs(r, body)
+	pushes, ok := n.parse(w, r, body)
+	if !ok {
+		return
+	}
+	// Checked after parsing so a bad request does not burn its ids.
+	if rc.seen.Seen(ids...) {
+		n.log.Debug("webhook redelivery ignored", "ids", ids)
+		n.report(OutcomeDuplicate)
+		accepted(w, 0)
+		return
+	}
+	n.trigger(w, r, pushes)
+}
+
+// notification is one request to one receiver, while it is handled.
+type notification struct {
+	rc  *Receiver
+	ep  *endpoint
+	log *slog.Logger
+}
+
+func (n *notification) report(outcome string) {
+	if n.rc.outcome != nil {
+		n.rc.outcome(n.ep.cfg.Type, outcome)
+	}
+}
+
+// allowMethod answers a sender's handshake and anything but a POST,
+// reporting whether the request goes on.
+func (n *notification) allowMethod(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method == http.MethodOptions {
-		if hs, ok := ep.src.(Handshaker); ok {
+		if hs, ok := n.ep.src.(Handshaker); ok {
 			hs.Handshake(w, r)
-			return
+			return false
 		}
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed: notifications are POSTed", http.StatusMethodNotAllowed)
-		return
+		return false
 	}
-	body, status, err := ReadBody(w, r, rc.maxBody)
+	return true
+}
+
+// readAuthentic reads the body and authenticates the request, answering
+// it when either fails.
+func (n *notification) readAuthentic(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	ep := n.ep
+	body, status, err := ReadBody(w, r, n.rc.maxBody)
 	if err != nil {
-		log.Debug("webhook body rejected", "status", status, "err", err)
+		n.log.Debug("webhook body rejected", "status", status, "err", err)
 		if status == http.StatusRequestEntityTooLarge {
-			report(OutcomeTooLarge)
+			n.report(OutcomeTooLarge)
 		} else {
-			report(OutcomeInvalid)
+			n.report(OutcomeInvalid)
 		}
 		http.Error(w, err.Error(), status)
-		return
+		return nil, false
 	}
-	if _, keyAuth := ep.src.(keyAuthenticated); keyAuth || !ep.cfg.Insecure || ep.secret != "" {
-		if err := ep.src.Authenticate(r, body, ep.secret); err != nil {
-			status, outcome := http.StatusForbidden, OutcomeForbidden
-			if errors.Is(err, ErrUnauthenticated) {
-				status, outcome = http.StatusUnauthorized, OutcomeUnauthorized
-			}
-			report(outcome)
-			log.Warn("webhook authentication failed", "remote", r.RemoteAddr, "err", err)
-			http.Error(w, http.StatusText(status), status)
-			return
+	if _, keyAuth := ep.src.(keyAuthenticated); !keyAuth && ep.cfg.Insecure && ep.secret == "" {
+		return body, true
+	}
+	if err := ep.src.Authenticate(r, body, ep.secret); err != nil {
+		status, outcome := http.StatusForbidden, OutcomeForbidden
+		if errors.Is(err, ErrUnauthenticated) {
+			status, outcome = http.StatusUnauthorized, OutcomeUnauthorized
 		}
+		n.report(outcome)
+		n.log.Warn("webhook authentication failed", "remote", r.RemoteAddr, "err", err)
+		http.Error(w, http.StatusText(status), status)
+		return nil, false
+	}
+	return body, true
+}
+
+// deliveryIDs returns the sender's delivery ids, scoped to the receiver.
+func (n *notification) deliveryIDs(r *http.Request, body []byte) []string {
+	idr, ok := n.ep.src.(Identified)
+	if !ok {
+		return nil
 	}
 	var ids []string
-	if idr, ok := ep.src.(Identified); ok {
-		for _, id := range idr.DeliveryIDs(r, body) {
-			if id != "" {
-				ids = append(ids, ep.cfg.Name+"/"+id)
-			}
+	for _, id := range idr.DeliveryIDs(r, body) {
+		if id != "" {
+			ids = append(ids, n.ep.cfg.Name+"/"+id)
 		}
 	}
-	pushes, err := ep.src.Parse(r, body)
+	return ids
+}
+
+// parse returns the pushes a notification announces, answering pings,
+// ignored events and bodies that do not parse itself.
+func (n *notification) parse(w http.ResponseWriter, r *http.Request, body []byte) ([]Push, bool) {
+	pushes, err := n.ep.src.Parse(r, body)
 	switch {
+	case err == nil:
+		return pushes, true
 	case errors.Is(err, ErrPing):
-		log.Info("webhook ping")
-		report(OutcomePing)
+		n.log.Info("webhook ping")
+		n.report(OutcomePing)
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "pong\n")
-		return
 	case errors.Is(err, ErrIgnored):
-		rc.notices.Log(r.Context(), log, ep.cfg.Name+"/"+OutcomeIgnored, "webhook ignored", "reason", err)
-		report(OutcomeIgnored)
+		n.rc.notices.Log(r.Context(), n.log, n.ep.cfg.Name+"/"+OutcomeIgnored, "webhook ignored", "reason", err)
+		n.report(OutcomeIgnored)
 		accepted(w, 0)
-		return
 	case errors.Is(err, ErrUnsupportedMediaType):
-		log.Debug("webhook rejected", "err", err)
-		report(OutcomeInvalid)
+		n.log.Debug("webhook rejected", "err", err)
+		n.report(OutcomeInvalid)
 		http.Error(w, err.Error(), http.StatusUnsupportedMediaType)
-		return
-	case err != nil:
-		log.Debug("webhook rejected", "err", err)
-		report(OutcomeInvalid)
+	default:
+		n.log.Debug("webhook rejected", "err", err)
+		n.report(OutcomeInvalid)
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
 	}
-	// Checked after parsing so a bad request does not burn its ids.
-	if rc.seen.Seen(ids...) {
-		log.Debug("webhook redelivery ignored", "ids", ids)
-		report(OutcomeDuplicate)
-		accepted(w, 0)
-		return
-	}
-	n := Dispatch(r.Context(), rc.match, rc.lister.Catalogs(), pushes, rc.trig, "webhook "+ep.cfg.Name, log)
-	if n > 0 {
-		report(OutcomeTriggered)
+	return nil, false
+}
+
+// trigger dispatches the pushes and answers 202.
+func (n *notification) trigger(w http.ResponseWriter, r *http.Request, pushes []Push) {
+	rc := n.rc
+	k := Dispatch(r.Context(), rc.match, rc.lister.Catalogs(), pushes, rc.trig, "webhook "+n.ep.cfg.Name, n.log)
+	if k > 0 {
+		n.report(OutcomeTriggered)
 	} else {
-		report(OutcomeUnmatched)
-		rc.notices.Log(r.Context(), log, ep.cfg.Name+"/"+OutcomeUnmatched, "webhook matched no catalog", "pushes", describe(pushes))
+		n.report(OutcomeUnmatched)
+		rc.notices.Log(r.Context(), n.log, n.ep.cfg.Name+"/"+OutcomeUnmatched, "webhook matched no catalog", "pushes", describe(pushes))
 	}
-	accepted(w, n)
+	accepted(w, k)
 }
 
 // Dispatch triggers every catalog that one of pushes may have changed, at
