@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,21 +45,32 @@ func s3Location(c s3.Config) string {
 
 // open opens S3 when a bucket is configured, else the local directory
 // (default .catalogsync/store). It returns the store and a description of
-// where it is, for messages. The config file's directory gives way to a
-// bucket; a directory given otherwise conflicts with it.
+// where it is, for messages.
 func (f storeFlags) open(ctx context.Context, from origins) (storage.Store, string, error) {
-	c := f.S3.config()
-	if !c.Enabled() {
-		return openStore(f.Store)
-	}
-	if f.Store != "" && !strings.HasPrefix(from.of("store"), originFile) {
-		return nil, "", usageError{fmt.Sprintf("both a store directory (%s) and an S3 bucket (%s) are configured; choose one", f.Store, c.Bucket)}
-	}
-	s, err := openS3(ctx, c)
+	dir, err := f.localDir(from)
 	if err != nil {
 		return nil, "", err
 	}
-	return s, s3Location(c), nil
+	if dir != "" {
+		return openStore(dir)
+	}
+	s, err := openS3(ctx, f.S3.config())
+	if err != nil {
+		return nil, "", err
+	}
+	return s, s3Location(f.S3.config()), nil
+}
+
+// localDir is the store directory to open, "" for S3. The config file's
+// directory gives way to a bucket; one given otherwise conflicts with it.
+func (f storeFlags) localDir(from origins) (string, error) {
+	switch {
+	case f.S3.Bucket == "":
+		return cmp.Or(f.Store, defaultStore), nil
+	case f.Store == "" || strings.HasPrefix(from.of("store"), originFile):
+		return "", nil
+	}
+	return "", usageError{fmt.Sprintf("both a store directory (%s) and an S3 bucket (%s) are configured; choose one", f.Store, f.S3.Bucket)}
 }
 
 // parseBytes reads a byte count: a plain number or one with a K, M, G or
