@@ -17,10 +17,10 @@ import (
 // registriesConf reads --registries-conf: the default path only when it
 // exists, any other path always.
 func (c *commonFlags) registriesConf() (*regconf.Config, error) {
-	if c.regConf == "" {
+	if c.RegConf == "" {
 		return nil, nil
 	}
-	rc, err := regconf.Load(c.regConf, c.regConf == regconf.DefaultPath)
+	rc, err := regconf.Load(c.RegConf, c.RegConf == regconf.DefaultPath)
 	if err != nil {
 		return nil, fmt.Errorf("--registries-conf: %w", err)
 	}

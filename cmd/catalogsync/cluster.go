@@ -21,11 +21,11 @@ const (
 	turnPoll = "poll"
 )
 
-// replicaID names this process in the store's leases: --replica-id, else
-// the pod name, else the host name.
+// replicaID names this process in the store's leases: --replica-id (whose
+// environment includes POD_NAME), else the host name.
 func replicaID(flag string) string {
 	host, _ := os.Hostname()
-	return cmp.Or(flag, os.Getenv("POD_NAME"), host, "catalogsync")
+	return cmp.Or(flag, host, "catalogsync")
 }
 
 // clusterHolder is this process in cluster-wide leases.

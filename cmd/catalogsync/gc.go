@@ -1,10 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,34 +18,16 @@ import (
 	"github.com/catalogsync/catalogsync/storage/s3"
 )
 
-// s3Flags are the --s3-* flags, defaulting to the CATALOGSYNC_S3_*
-// environment. Credentials come from the SDK's default chain
-// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...), never from flags.
-type s3Flags struct {
-	cfg    s3.Config
-	envErr error // a malformed variable, reported only if S3 is used
-}
-
-func registerS3Flags(fset *flag.FlagSet) *s3Flags {
-	f := &s3Flags{}
-	f.cfg, f.envErr = s3.ConfigFromEnv()
-	f.cfg.RegisterFlags(fset)
-	return f
-}
-
-// openS3FromFlags opens the bucket the flags name. s3.New checks bucket,
+// openS3 opens the bucket the flags name. s3.New checks bucket,
 // credentials and write access, so a command fails at once, and clearly,
 // on a bad setup.
-func openS3FromFlags(ctx context.Context, f *s3Flags) (*s3.Store, error) {
-	if f.envErr != nil {
-		return nil, usageError{f.envErr.Error()}
-	}
-	s, err := s3.New(ctx, f.cfg)
+func openS3(ctx context.Context, c s3.Config) (*s3.Store, error) {
+	s, err := s3.New(ctx, c)
 	if err != nil {
 		if errors.Is(err, s3.ErrConfig) {
 			return nil, usageError{err.Error()}
 		}
-		return nil, fmt.Errorf("open store %s: %w", s3Location(f.cfg), err)
+		return nil, fmt.Errorf("open store %s: %w", s3Location(c), err)
 	}
 	return s, nil
 }
@@ -61,21 +43,34 @@ func s3Location(c s3.Config) string {
 	return loc
 }
 
-// openStoreFromFlags opens S3 when a bucket is configured, else the local
-// directory dir (default .catalogsync/store). It returns the store and a
-// description of where it is, for messages.
-func openStoreFromFlags(ctx context.Context, dir string, f *s3Flags) (storage.Store, string, error) {
-	if !f.cfg.Enabled() {
-		return openStore(dir)
-	}
-	if dir != "" {
-		return nil, "", usageError{fmt.Sprintf("both a store directory (%s) and an S3 bucket (%s) are configured; choose one", dir, f.cfg.Bucket)}
-	}
-	s, err := openS3FromFlags(ctx, f)
+// open opens S3 when a bucket is configured, else the local directory
+// (default .catalogsync/store). It returns the store and a description of
+// where it is, for messages.
+func (f storeFlags) open(ctx context.Context, from origins) (storage.Store, string, error) {
+	dir, err := f.localDir(from)
 	if err != nil {
 		return nil, "", err
 	}
-	return s, s3Location(f.cfg), nil
+	if dir != "" {
+		return openStore(dir)
+	}
+	s, err := openS3(ctx, f.S3.config())
+	if err != nil {
+		return nil, "", err
+	}
+	return s, s3Location(f.S3.config()), nil
+}
+
+// localDir is the store directory to open, "" for S3. The config file's
+// directory gives way to a bucket; one given otherwise conflicts with it.
+func (f storeFlags) localDir(from origins) (string, error) {
+	switch {
+	case f.S3.Bucket == "":
+		return cmp.Or(f.Store, defaultStore), nil
+	case f.Store == "" || strings.HasPrefix(from.of("store"), originFile):
+		return "", nil
+	}
+	return "", usageError{fmt.Sprintf("both a store directory (%s) and an S3 bucket (%s) are configured; choose one", f.Store, f.S3.Bucket)}
 }
 
 // parseBytes reads a byte count: a plain number or one with a K, M, G or
@@ -99,99 +94,72 @@ func parseBytes(s string) (int64, error) {
 	return int64(n * float64(mult)), nil
 }
 
-const gcUsage = `usage: catalogsync gc [--store DIR | --s3-bucket B ...] [--keep N] [--max-inactive-bytes N]
-                      [--grace DURATION] [--dry-run] [--config FILE]
+// gcCmd runs catalog.GC once over the selected store.
+type gcCmd struct {
+	logFlags    `embed:""`
+	storeFlags  `embed:""`
+	configFlag  `embed:""`
+	Keep        int           `name:"keep" default:"${keep}" check:"nonneg" help:"non-current digests kept per catalog besides the current one"`
+	MaxInactive string        `name:"max-inactive-bytes" default:"0" check:"bytes" help:"cap on non-current content over all catalogs, least recent deleted first: bytes, or with K/M/G/Ki/Mi/Gi (0: no cap)"`
+	Grace       time.Duration `name:"grace" default:"${grace}" check:"nonneg" help:"how long content must be out of reach before it is deleted (0: no wait)"`
+	Unconf      time.Duration `name:"unconfigured-age" default:"${unconfigured}" check:"nonneg" help:"with --config: how long a catalog it does not list must have been untouched by every replica (no publish, poll or mark) before it is deleted (0: the grace period alone)"`
+	LeftoverAge time.Duration `name:"leftover-age" default:"${leftover}" check:"nonneg" help:"age from which interrupted uploads and temp files are removed (0: any age, even uploads in progress)"`
+	DryRun      bool          `name:"dry-run" help:"print what would be deleted; delete nothing"`
+	JSON        bool          `name:"json" help:"print the report as JSON"`
+}
 
-Deletes catalog content no longer needed: non-current digests beyond the
+// Help is gc's description in its -h.
+func (c *gcCmd) Help() string {
+	return `Deletes catalog content no longer needed: non-current digests beyond the
 newest --keep per catalog, the least recent beyond --max-inactive-bytes,
 incomplete content, interrupted uploads, and with --config the catalogs it
 no longer lists. Nothing is deleted before it has been out of reach for
---grace, so readers that found it finish.
+--grace, so readers that found it finish.`
+}
 
-`
-
-// cmdGC runs catalog.GC once over the selected store and prints what it
-// deleted and kept.
-func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("gc", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), gcUsage)
-		fset.PrintDefaults()
+// options maps the flags to GCOptions, whose zero values mean "default":
+// here 0 means 0.
+func (c *gcCmd) options(log *slog.Logger) catalog.GCOptions {
+	maxBytes, _ := parseBytes(c.MaxInactive) // checked
+	o := catalog.GCOptions{
+		Keep: c.Keep, MaxInactiveBytes: maxBytes, Grace: c.Grace, LeftoverAge: c.LeftoverAge, UnconfiguredAge: c.Unconf,
+		DryRun: c.DryRun, Log: log,
 	}
-	dir := fset.String("store", envOr("CATALOGSYNC_STORE", ""), "local directory of the store (env CATALOGSYNC_STORE; default "+defaultStore+")")
-	s3f := registerS3Flags(fset)
-	cfgPath := fset.String("config", envOr("CATALOGSYNC_CONFIG", ""), "serve's catalogs file: catalogs it does not list are deleted (without it, no catalog is) (env CATALOGSYNC_CONFIG)")
-	keep := fset.Int("keep", catalog.DefaultKeep, "non-current digests kept per catalog besides the current one")
-	maxInactive := fset.String("max-inactive-bytes", "0", "cap on non-current content over all catalogs, least recent deleted first: bytes, or with K/M/G/Ki/Mi/Gi (0: no cap)")
-	grace := fset.Duration("grace", catalog.DefaultGrace, "how long content must be out of reach before it is deleted (0: no wait)")
-	unconf := fset.Duration("unconfigured-age", catalog.DefaultUnconfiguredAge, "with --config: how long a catalog it does not list must have been untouched by every replica (no publish, poll or mark) before it is deleted (0: the grace period alone)")
-	leftoverAge := fset.Duration("leftover-age", catalog.DefaultLeftoverAge, "age from which interrupted uploads and temp files are removed (0: any age, even uploads in progress)")
-	dryRun := fset.Bool("dry-run", false, "print what would be deleted; delete nothing")
-	asJSON := fset.Bool("json", false, "print the report as JSON")
-	logLevel := fset.String("log-level", envOr("CATALOGSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (env CATALOGSYNC_LOG_LEVEL)")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	if o.Keep == 0 {
+		o.Keep = -1
+	}
+	for _, d := range []*time.Duration{&o.Grace, &o.LeftoverAge, &o.UnconfiguredAge} {
+		if *d == 0 {
+			*d = -1
 		}
-		return usageError{err.Error()}
 	}
-	if fset.NArg() > 0 {
-		return usageError{"gc takes no arguments"}
-	}
-	maxBytes, err := parseBytes(*maxInactive)
-	if err != nil {
-		return usageError{"--max-inactive-bytes: " + err.Error()}
-	}
-	if *keep < 0 || *grace < 0 || *leftoverAge < 0 || *unconf < 0 {
-		return usageError{"--keep, --grace, --unconfigured-age and --leftover-age must not be negative"}
-	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageError{fmt.Sprintf("--log-level: %v", err)}
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	// GCOptions' zero values mean "default"; here 0 means 0.
-	opts := catalog.GCOptions{
-		Keep: *keep, MaxInactiveBytes: maxBytes, Grace: *grace, LeftoverAge: *leftoverAge, UnconfiguredAge: *unconf,
-		DryRun: *dryRun, Log: log,
-	}
-	if opts.Keep == 0 {
-		opts.Keep = -1
-	}
-	if opts.Grace == 0 {
-		opts.Grace = -1
-	}
-	if opts.LeftoverAge == 0 {
-		opts.LeftoverAge = -1
-	}
-	if opts.UnconfiguredAge == 0 {
-		opts.UnconfiguredAge = -1
-	}
-	if *cfgPath != "" {
-		cfg, err := loadConfig(*cfgPath)
+	return o
+}
+
+// run prints what GC deleted and kept.
+func (c *gcCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer) error {
+	opts := c.options(c.logger(stderr))
+	if c.Config != "" {
+		cfg, err := loadConfig(c.Config)
 		if err != nil {
 			return err
 		}
 		if len(cfg.Catalogs) == 0 {
-			return fmt.Errorf("%s lists no catalogs: gc would delete them all; remove the store instead", *cfgPath)
+			return fmt.Errorf("%s lists no catalogs: gc would delete them all; remove the store instead", c.Config)
 		}
 		opts.Catalogs = []string{}
-		for _, c := range cfg.Catalogs {
-			opts.Catalogs = append(opts.Catalogs, c.Name)
-		}
-		if *dir == "" && !s3f.cfg.Enabled() {
-			*dir = cfg.Storage.Dir
+		for _, cc := range cfg.Catalogs {
+			opts.Catalogs = append(opts.Catalogs, cc.Name)
 		}
 	}
-	store, where, err := openStoreFromFlags(ctx, *dir, s3f)
+	store, where, err := c.open(ctx, from)
 	if err != nil {
 		return err
 	}
 	defer closeStore(store)
 
 	rep, gcErr := catalog.GC(ctx, store, opts)
-	if *asJSON {
+	if c.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {

@@ -20,7 +20,7 @@ func TestIndexCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := cmdIndex(context.Background(), []string{dir}, &out, &out); err != nil {
+	if err := execute(context.Background(), []string{"index", dir}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
 	files, h, err := buildindex.Scan(context.Background(), dir)
@@ -33,7 +33,7 @@ func TestIndexCommand(t *testing.T) {
 	}
 
 	custom := filepath.Join(root, "elsewhere")
-	if err := cmdIndex(context.Background(), []string{"--out", custom, dir}, &out, &out); err != nil {
+	if err := execute(context.Background(), []string{"index", "--out", custom, dir}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(custom, buildindex.ManifestFile)); err != nil {
@@ -41,11 +41,11 @@ func TestIndexCommand(t *testing.T) {
 	}
 
 	var ue usageError
-	if err := cmdIndex(context.Background(), nil, &out, &out); !errors.As(err, &ue) {
+	if err := execute(context.Background(), []string{"index"}, &out, &out); !errors.As(err, &ue) {
 		t.Fatalf("no argument: %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{"schema":"olm.bundle","package":"nope","name":"x"}`), 0o644)
-	if err := cmdIndex(context.Background(), []string{dir}, &out, &out); !errors.Is(err, fbc.ErrInvalid) {
+	if err := execute(context.Background(), []string{"index", dir}, &out, &out); !errors.Is(err, fbc.ErrInvalid) {
 		t.Fatalf("invalid FBC: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +15,6 @@ import (
 	"os/signal"
 	"path"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,7 +22,6 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
@@ -62,34 +59,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// several goroutines; a caller's writer (a test's buffer) may not be
 	// safe for that.
 	stderr = &lockedWriter{w: stderr}
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	var err error
-	switch args[0] {
-	case "sync":
-		err = cmdSync(ctx, args[1:], stdout, stderr)
-	case "serve":
-		err = cmdServe(ctx, args[1:], stderr)
-	case "gc":
-		err = cmdGC(ctx, args[1:], stdout, stderr)
-	case "poll":
-		err = cmdPoll(ctx, args[1:], stdout, stderr)
-	case "index":
-		err = cmdIndex(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		usage(stdout)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "catalogsync: unknown command %q\n", args[0])
-		usage(stderr)
-		return 2
-	}
+	err := execute(ctx, args, stdout, stderr)
 	var ue usageError
+	var exit errExit
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &exit):
+		return int(exit)
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "catalogsync:", err)
 		return 2
@@ -99,77 +76,64 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage:
-  catalogsync sync  --name NAME --image REF [--store DIR] [flags]   sync one catalog and exit
-  catalogsync serve [--config FILE] [--store DIR] [--addr ADDR]    keep catalogs synced and serve them
-  catalogsync gc    [--store DIR] [--keep N] [--grace D] [--dry-run]  delete content no longer needed
-  catalogsync poll  --config FILE [--store DIR]                      sync the catalogs that are due, then exit (CronJob)
-  catalogsync index [--out DIR] FBC_DIR                              validate an FBC directory and pre-build its catalog and index
-Every command takes --store DIR (local) or --s3-bucket B (S3/MinIO, see --s3-*).
-Run "catalogsync CMD -h" for a command's flags.
-`)
+// execute parses args (every setting checked, see settings.go) and runs
+// the command they select.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	defer func() {
+		// Help ends the parse with the exit code kong asks for.
+		if r := recover(); r != nil {
+			exit, ok := r.(errExit)
+			if !ok {
+				panic(r)
+			}
+			err = exit
+		}
+	}()
+	if len(args) > 0 && args[0] == "help" {
+		args = []string{"--help"}
+	}
+	var c cli
+	kctx, from, err := parse(&c, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	switch kctx.Selected().Name {
+	case "sync":
+		return c.Sync.run(ctx, from, stdout, stderr)
+	case "serve":
+		return c.Serve.run(ctx, from, stderr)
+	case "gc":
+		return c.GC.run(ctx, from, stdout, stderr)
+	case "poll":
+		return c.Poll.run(ctx, from, stdout, stderr)
+	case "index":
+		return c.Index.run(ctx, stdout)
+	case "docs":
+		return c.Docs.run(stdout)
+	}
+	return usageError{"unknown command " + kctx.Command()}
 }
 
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-// commonFlags are the flags that configure how images are read and where
-// catalogs are stored.
-type commonFlags struct {
-	store     string
-	platform  string
-	plainHTTP string
-	insecure  string
-	tmpDir    string
-	logLevel  string
-	noDocker  bool
-	replica   string
-	stall     time.Duration
-	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).
-	noLocal bool
-	caFile  string
-	caDir   string
-	regConf string
-	// creds are extra registry credentials (serve: the pull secret).
-	creds source.CredentialProvider
-	// sigRules require signatures (the config file's signaturePolicy).
-	sigRules []sigpolicy.Rule
-}
-
-func (c *commonFlags) register(fset *flag.FlagSet) {
-	fset.StringVar(&c.store, "store", envOr("CATALOGSYNC_STORE", ""), "local directory for stored catalogs (env CATALOGSYNC_STORE; default "+defaultStore+")")
-	fset.StringVar(&c.platform, "platform", envOr("CATALOGSYNC_PLATFORM", "linux/amd64"), "platform picked from multi-platform images (env CATALOGSYNC_PLATFORM)")
-	fset.StringVar(&c.plainHTTP, "plain-http", envOr("CATALOGSYNC_PLAIN_HTTP", ""), "comma-separated registry hosts reached over plain HTTP (env CATALOGSYNC_PLAIN_HTTP)")
-	fset.StringVar(&c.insecure, "insecure-skip-tls-verify", envOr("CATALOGSYNC_INSECURE_HOSTS", ""), "comma-separated registry hosts whose TLS certificate is not verified (env CATALOGSYNC_INSECURE_HOSTS)")
-	fset.StringVar(&c.tmpDir, "tmp-dir", envOr("CATALOGSYNC_TMP_DIR", ""), "directory for the spool file while a sync runs (env CATALOGSYNC_TMP_DIR; default the system temp dir)")
-	fset.StringVar(&c.logLevel, "log-level", envOr("CATALOGSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (env CATALOGSYNC_LOG_LEVEL)")
-	fset.BoolVar(&c.noDocker, "no-docker-config", false, "do not read registry credentials from the docker config")
-	fset.DurationVar(&c.stall, "stall-timeout", envDuration("CATALOGSYNC_STALL_TIMEOUT", source.DefaultStallTimeout), "how long a registry may send nothing (no response, no byte of a layer) before the attempt fails and is retried (env CATALOGSYNC_STALL_TIMEOUT)")
-	fset.StringVar(&c.caFile, "ca-file", envOr("CATALOGSYNC_CA_FILE", ""), "PEM bundle of CAs trusted for every registry besides the system's, read again when it changes (env CATALOGSYNC_CA_FILE)")
-	fset.StringVar(&c.caDir, "ca-dir", envOr("CATALOGSYNC_CA_DIR", ""), "directory of PEM CA files (*.crt, *.pem) trusted for every registry, as catalogd's --pull-cas-dir; read again when it changes (env CATALOGSYNC_CA_DIR)")
-	fset.StringVar(&c.regConf, "registries-conf", envOr("CATALOGSYNC_REGISTRIES_CONF", regconf.DefaultPath), "containers registries.conf (v2) with mirrors and blocked registries, plus its .d drop-in directory; the default is read only when present, \"\" reads none (env CATALOGSYNC_REGISTRIES_CONF)")
-	fset.StringVar(&c.replica, "replica-id", envOr("CATALOGSYNC_REPLICA_ID", ""), "this replica's name in the store's sync leases and logs; a lease belongs to one process whatever its name (env CATALOGSYNC_REPLICA_ID; default $POD_NAME, else the host name)")
-}
-
 func (c *commonFlags) hosts(extra []source.Host) []source.Host {
 	hosts := append([]source.Host(nil), extra...)
-	for _, h := range splitList(c.plainHTTP) {
+	for _, h := range splitList(c.PlainHTTP) {
 		hosts = append(hosts, source.Host{Name: h, PlainHTTP: true})
 	}
-	for _, h := range splitList(c.insecure) {
+	for _, h := range splitList(c.Insecure) {
 		hosts = append(hosts, source.Host{Name: h, InsecureSkipVerify: true})
 	}
 	return hosts
 }
 
-func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
+// logger logs at the checked --log-level.
+func (c logFlags) logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return nil, usageError{fmt.Sprintf("--log-level: %v", err)}
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+	lvl.UnmarshalText([]byte(c.LogLevel))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
 }
 
 func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...pipeline.Option) (*pipeline.Pipeline, *source.Source, error) {
@@ -178,13 +142,13 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		return nil, nil, err
 	}
 	src, err := source.New(
-		source.WithPlatform(c.platform),
+		source.WithPlatform(c.Platform),
 		source.WithHosts(c.hosts(extraHosts)...),
-		source.WithDockerConfig(!c.noDocker),
+		source.WithDockerConfig(!c.NoDocker),
 		source.WithLogger(log),
-		source.WithStallTimeout(c.stall),
+		source.WithStallTimeout(c.Stall),
 		source.WithLocalSources(!c.noLocal),
-		source.WithCAFile(c.caFile), source.WithCADir(c.caDir), source.WithCredentials(c.creds),
+		source.WithCAFile(c.CAFile), source.WithCADir(c.CADir), source.WithCredentials(c.creds),
 		source.WithRegistriesConf(mirrors),
 	)
 	if err != nil {
@@ -198,7 +162,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		}
 		opts = append(opts, pipeline.WithSignatureCheck(pol))
 	}
-	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.tmpDir), pipeline.WithLogger(log), pipeline.WithReplica(replicaID(c.replica))}, opts...)...), src, nil
+	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.TmpDir), pipeline.WithLogger(log), pipeline.WithReplica(replicaID(c.Replica))}, opts...)...), src, nil
 }
 
 func openStore(dir string) (storage.Store, string, error) {
@@ -219,34 +183,28 @@ func closeStore(s storage.Store) {
 	}
 }
 
-func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("sync", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fset)
-	s3f := registerS3Flags(fset)
-	name := fset.String("name", "", "catalog name (DNS-1123)")
-	image := fset.String("image", "", "image reference: host/repo:tag, host/repo@sha256:…, or ocidir://path:tag")
-	if err := fset.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if *name == "" || *image == "" || fset.NArg() > 0 {
+// syncCmd syncs one catalog and exits.
+type syncCmd struct {
+	commonFlags `embed:""`
+	Name        string `name:"name" help:"catalog name (DNS-1123)"`
+	Image       string `name:"image" help:"image reference: host/repo:tag, host/repo@sha256:…, or ocidir://path:tag"`
+}
+
+func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer) error {
+	if c.Name == "" || c.Image == "" {
 		return usageError{"sync needs --name and --image"}
 	}
-	if !catalog.ValidName(*name) {
-		return usageError{fmt.Sprintf("--name %q: a catalog name is a DNS-1123 subdomain of at most 253 characters", *name)}
+	if !catalog.ValidName(c.Name) {
+		return usageError{fmt.Sprintf("--name %q: a catalog name is a DNS-1123 subdomain of at most 253 characters", c.Name)}
 	}
-	log, err := cf.logger(stderr)
-	if err != nil {
-		return err
-	}
+	log := c.logger(stderr)
 	// A one-shot sync holds a few files and the catalog's small index at a
 	// time; a soft limit makes the GC keep the heap near that instead of
 	// letting it double. The user's GOMEMLIMIT wins.
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultSyncMemoryLimit)
 	}
-	store, dir, err := openStoreFromFlags(ctx, cf.store, s3f)
+	store, dir, err := c.open(ctx, from)
 	if err != nil {
 		return err
 	}
@@ -258,7 +216,7 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if log.Enabled(ctx, slog.LevelInfo) && !log.Enabled(ctx, slog.LevelDebug) {
 		plLog = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	pl, src, err := cf.pipeline(plLog, store, nil)
+	pl, src, err := c.pipeline(plLog, store, nil)
 	if err != nil {
 		return err
 	}
@@ -273,7 +231,7 @@ func cmdSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		o := newLogObserver(log)
 		obs, done = o, o.done
 	}
-	res, err := pl.Run(ctx, pipeline.Catalog{Name: *name, Image: *image}, obs)
+	res, err := pl.Run(ctx, pipeline.Catalog{Name: c.Name, Image: c.Image}, obs)
 	// Let the last progress line print before the summary.
 	select {
 	case <-done:
@@ -336,40 +294,30 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// cmdPoll syncs, once, every configured catalog whose poll is due (from
+type pollCmd struct {
+	commonFlags `embed:""`
+	configFlag  `embed:""`
+}
+
+// run syncs, once, every configured catalog whose poll is due (from
 // the last poll recorded in storage), for a Kubernetes CronJob or any
 // scheduler without a long-running process. It fails if any sync failed.
-func cmdPoll(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("poll", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fset)
-	s3f := registerS3Flags(fset)
-	cfgPath := fset.String("config", envOr("CATALOGSYNC_CONFIG", ""), "YAML file listing catalogs (env CATALOGSYNC_CONFIG)")
-	if err := fset.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if *cfgPath == "" || fset.NArg() > 0 {
+func (c *pollCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer) error {
+	if c.Config == "" {
 		return usageError{"poll needs --config"}
 	}
-	log, err := cf.logger(stderr)
+	log := c.logger(stderr)
+	cfg, err := loadConfig(c.Config)
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*cfgPath)
-	if err != nil {
-		return err
-	}
-	if cf.store == "" && !s3f.cfg.Enabled() {
-		cf.store = cfg.Storage.Dir
-	}
-	store, _, err := openStoreFromFlags(ctx, cf.store, s3f)
+	store, _, err := c.open(ctx, from)
 	if err != nil {
 		return err
 	}
 	defer closeStore(store)
-	cf.sigRules = cfg.SignaturePolicy
-	pl, src, err := cf.pipeline(log, store, cfg.Registries)
+	c.sigRules = cfg.SignaturePolicy
+	pl, src, err := c.pipeline(log, store, cfg.Registries)
 	if err != nil {
 		return err
 	}
@@ -399,34 +347,6 @@ func cmdPoll(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%d catalog(s) failed: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return nil
-}
-
-func envInt(k string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return v
-	}
-	return def
-}
-
-func envFloat(k string, def float64) float64 {
-	if v, err := strconv.ParseFloat(os.Getenv(k), 64); err == nil {
-		return v
-	}
-	return def
-}
-
-func envDuration(k string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(k)); err == nil {
-		return d
-	}
-	return def
-}
-
-func envOr(k, def string) string {
-	if v, ok := os.LookupEnv(k); ok && v != "" {
-		return v
-	}
-	return def
 }
 
 func splitList(s string) []string {

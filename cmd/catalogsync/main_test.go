@@ -65,7 +65,7 @@ func TestSyncCommandErrors(t *testing.T) {
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"sync", "--name", "x"}, 2, "needs --name and --image"},
 		{[]string{"sync", "--name", "x", "--image", "ocidir://x:v1", "--log-level", "loud"}, 2, "--log-level"},
-		{[]string{"sync", "--name", "x", "--image", "ocidir://x:v1", "--platform", "nonsense"}, 1, "invalid platform"},
+		{[]string{"sync", "--name", "x", "--image", "ocidir://x:v1", "--platform", "nonsense"}, 2, "invalid platform"},
 		// A missing layout will not appear by retrying.
 		{[]string{"sync", "--name", "x", "--image", "ocidir://" + t.TempDir() + "/missing:v1", "--store", t.TempDir()}, 1, "terminal"},
 		{[]string{"sync", "--name", "Bad_Name", "--image", "ocidir://x:v1", "--store", t.TempDir()}, 2, "DNS-1123"},

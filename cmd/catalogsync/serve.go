@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,268 +29,310 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// serveFlags are serve's own flags, besides the common ones.
+// serveCmd keeps catalogs synced and serves them.
+type serveCmd struct {
+	commonFlags     `embed:""`
+	configFlag      `embed:""`
+	Addr            string        `name:"addr" env:"CATALOGSYNC_ADDR,PORT" default:":8080" help:"listen address (PORT=n gives :n)"`
+	BaseURL         string        `name:"base-url" env:"CATALOGSYNC_BASE_URL" docdefault:"from the request" help:"external base URL of this service, for the serving URLs it reports"`
+	MaxSyncs        int           `name:"max-concurrent-syncs" env:"CATALOGSYNC_MAX_CONCURRENT_SYNCS" default:"4" check:"positive" help:"syncs running at once over all catalogs"`
+	RegRate         float64       `name:"registry-rate" env:"CATALOGSYNC_REGISTRY_RATE" default:"10" check:"positive" help:"syncs started per second against one registry host; more wait queued, never dropped"`
+	RegBurst        int           `name:"registry-burst" env:"CATALOGSYNC_REGISTRY_BURST" default:"10" check:"positive" help:"burst for --registry-rate"`
+	PollEvery       time.Duration `name:"poll-check-interval" env:"CATALOGSYNC_POLL_CHECK_INTERVAL" default:"1m" check:"positive" help:"how often catalogs are checked for a due poll"`
+	EventSink       string        `name:"event-sink" env:"CATALOGSYNC_EVENT_SINK,K_SINK" check:"httpurl" help:"URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (K_SINK as a Knative SinkBinding sets it)"`
+	APIOpen         bool          `name:"api-open" env:"CATALOGSYNC_API_OPEN" help:"accept POST /api/v1/... without a token when CATALOGSYNC_API_TOKEN is unset: anyone who reaches the API can trigger syncs (logs a warning at start)"`
+	EventsAddr      string        `name:"events-addr" env:"CATALOGSYNC_EVENTS_ADDR" help:"serve /events on this address only, not on --addr, so event traffic can stay cluster-internal"`
+	WriteStall      time.Duration `name:"write-stall-timeout" env:"CATALOGSYNC_WRITE_STALL_TIMEOUT" default:"1m" check:"nonneg" help:"a response that makes no progress this long (a client that stopped reading) is abandoned; slow readers that keep reading are fine (0: never)"`
+	ReadLimit       time.Duration `name:"read-timeout" env:"CATALOGSYNC_READ_TIMEOUT" default:"30s" check:"nonneg" help:"longest time to read a request, body included (a client trickling a webhook body is cut off)"`
+	ShutdownGrace   time.Duration `name:"shutdown-grace" env:"CATALOGSYNC_SHUTDOWN_GRACE" default:"10s" check:"nonneg" help:"how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once"`
+	ClusterCatalogs bool          `name:"clustercatalogs" env:"CATALOGSYNC_CLUSTERCATALOGS" help:"sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url"`
+	AllowLocal      bool          `name:"allow-local-sources" env:"CATALOGSYNC_ALLOW_LOCAL_SOURCES" help:"with --clustercatalogs, accept ocidir:// images, which read this service's own disk"`
+	Kubeconfig      string        `name:"kubeconfig" env:"KUBECONFIG" docdefault:"in-cluster" help:"kubeconfig for --clustercatalogs, --pull-secret and events.audience"`
+	PullSecret      string        `name:"pull-secret" env:"CATALOGSYNC_PULL_SECRET" check:"nsname" help:"namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes"`
+	GCEvery         time.Duration `name:"gc-interval" env:"CATALOGSYNC_GC_INTERVAL" default:"1h" check:"nonneg" help:"how often stored content no longer needed is deleted (0: never)"`
+	GCKeep          int           `name:"gc-keep" env:"CATALOGSYNC_GC_KEEP" default:"${keep}" check:"nonneg" help:"the periodic GC's --keep"`
+	GCGrace         time.Duration `name:"gc-grace" env:"CATALOGSYNC_GC_GRACE" default:"${grace}" check:"nonneg" help:"the periodic GC's --grace"`
+	GCUnconf        time.Duration `name:"gc-unconfigured-age" env:"CATALOGSYNC_GC_UNCONFIGURED_AGE" default:"${unconfigured}" check:"nonneg" help:"a stored catalog this replica does not list is deleted only once no replica touched it this long"`
+	TLSCert         string        `name:"tls-cert-file" env:"CATALOGSYNC_TLS_CERT_FILE" help:"serve HTTPS with this PEM certificate, reloaded when the file changes (cert-manager, OpenShift service CA)"`
+	TLSKey          string        `name:"tls-key-file" env:"CATALOGSYNC_TLS_KEY_FILE" help:"PEM key of --tls-cert-file"`
+	TLSClientCA     string        `name:"tls-client-ca-file" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS for the REST API (/api/): client certificates signed by this CA are required there"`
+}
+
+// serveFlags is what serve's HTTP side reads of the settings.
 type serveFlags struct {
-	cfgPath   string
-	addr      string
-	baseURL   string
-	maxSyncs  int
-	regRate   float64
-	regBurst  int
-	pollEvery time.Duration
-	gcEvery   time.Duration
-	gcKeep    int
-	gcGrace   time.Duration
-	gcUnconf  time.Duration
-	// shutdownGrace is how long requests in flight may run on at a stop.
-	shutdownGrace time.Duration
-	readLimit     time.Duration
-
-	apiOpen    bool
-	eventsAddr string
 	writeStall time.Duration
-
-	clusterCatalogs bool
-	allowLocal      bool
-	kubeconfig      string
-	eventSink       string
-	pullSecret      string
-
-	tls tlsreload.Files
+	tls        tlsreload.Files
 }
 
-func (f *serveFlags) register(fset *flag.FlagSet) {
-	fset.StringVar(&f.cfgPath, "config", envOr("CATALOGSYNC_CONFIG", ""), "YAML file listing catalogs (env CATALOGSYNC_CONFIG)")
-	fset.StringVar(&f.addr, "addr", envOr("CATALOGSYNC_ADDR", ":"+envOr("PORT", "8080")), "listen address (env CATALOGSYNC_ADDR, or :$PORT)")
-	fset.StringVar(&f.baseURL, "base-url", envOr("CATALOGSYNC_BASE_URL", ""), "external base URL of this service, for the serving URLs it reports (env CATALOGSYNC_BASE_URL; default: from each request's Host)")
-	fset.IntVar(&f.maxSyncs, "max-concurrent-syncs", envInt("CATALOGSYNC_MAX_CONCURRENT_SYNCS", 4), "syncs running at once over all catalogs (env CATALOGSYNC_MAX_CONCURRENT_SYNCS)")
-	fset.Float64Var(&f.regRate, "registry-rate", envFloat("CATALOGSYNC_REGISTRY_RATE", 10), "syncs started per second against one registry host; more wait queued (env CATALOGSYNC_REGISTRY_RATE)")
-	fset.IntVar(&f.regBurst, "registry-burst", envInt("CATALOGSYNC_REGISTRY_BURST", 10), "burst for --registry-rate (env CATALOGSYNC_REGISTRY_BURST)")
-	fset.DurationVar(&f.pollEvery, "poll-check-interval", envDuration("CATALOGSYNC_POLL_CHECK_INTERVAL", time.Minute), "how often catalogs are checked for a due poll (env CATALOGSYNC_POLL_CHECK_INTERVAL)")
-	fset.BoolVar(&f.clusterCatalogs, "clustercatalogs", os.Getenv("CATALOGSYNC_CLUSTERCATALOGS") == "true", "sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url (env CATALOGSYNC_CLUSTERCATALOGS=true)")
-	fset.BoolVar(&f.allowLocal, "allow-local-sources", os.Getenv("CATALOGSYNC_ALLOW_LOCAL_SOURCES") == "true", "with --clustercatalogs, accept ocidir:// images, which read this service's own disk; off, a cluster user cannot make it read local files (env CATALOGSYNC_ALLOW_LOCAL_SOURCES=true)")
-	fset.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig for --clustercatalogs; the in-cluster service account when empty (env KUBECONFIG)")
-	fset.StringVar(&f.pullSecret, "pull-secret", envOr("CATALOGSYNC_PULL_SECRET", ""), "namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes (env CATALOGSYNC_PULL_SECRET)")
-	fset.StringVar(&f.eventSink, "event-sink", "", "URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (env CATALOGSYNC_EVENT_SINK, else K_SINK as a Knative SinkBinding sets it)")
-	fset.DurationVar(&f.gcEvery, "gc-interval", envDuration("CATALOGSYNC_GC_INTERVAL", time.Hour), "how often stored content no longer needed is deleted; 0 disables (env CATALOGSYNC_GC_INTERVAL)")
-	fset.DurationVar(&f.shutdownGrace, "shutdown-grace", envDuration("CATALOGSYNC_SHUTDOWN_GRACE", 10*time.Second), "how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once (env CATALOGSYNC_SHUTDOWN_GRACE)")
-	fset.DurationVar(&f.readLimit, "read-timeout", envDuration("CATALOGSYNC_READ_TIMEOUT", 30*time.Second), "longest time to read a request, body included (env CATALOGSYNC_READ_TIMEOUT)")
-	fset.BoolVar(&f.apiOpen, "api-open", os.Getenv("CATALOGSYNC_API_OPEN") == "true", "accept POST /api/v1/... without a token when CATALOGSYNC_API_TOKEN is unset: anyone who reaches the API can trigger syncs (env CATALOGSYNC_API_OPEN=true)")
-	fset.StringVar(&f.eventsAddr, "events-addr", envOr("CATALOGSYNC_EVENTS_ADDR", ""), "serve /events on this address only, not on --addr, so event traffic can stay cluster-internal (env CATALOGSYNC_EVENTS_ADDR)")
-	fset.DurationVar(&f.writeStall, "write-stall-timeout", envDuration("CATALOGSYNC_WRITE_STALL_TIMEOUT", time.Minute), "a response that makes no progress this long (a client that stopped reading) is abandoned; 0 never (env CATALOGSYNC_WRITE_STALL_TIMEOUT)")
-	fset.IntVar(&f.gcKeep, "gc-keep", envInt("CATALOGSYNC_GC_KEEP", catalog.DefaultKeep), "non-current digests GC keeps per catalog besides the current one (env CATALOGSYNC_GC_KEEP)")
-	fset.DurationVar(&f.gcUnconf, "gc-unconfigured-age", envDuration("CATALOGSYNC_GC_UNCONFIGURED_AGE", catalog.DefaultUnconfiguredAge), "how long a stored catalog that is not configured here must be untouched by every replica before GC deletes it (env CATALOGSYNC_GC_UNCONFIGURED_AGE)")
-	fset.StringVar(&f.tls.Cert, "tls-cert-file", envOr("CATALOGSYNC_TLS_CERT_FILE", ""), "serve HTTPS with this PEM certificate, reloaded when the file changes (env CATALOGSYNC_TLS_CERT_FILE)")
-	fset.StringVar(&f.tls.Key, "tls-key-file", envOr("CATALOGSYNC_TLS_KEY_FILE", ""), "PEM key of --tls-cert-file (env CATALOGSYNC_TLS_KEY_FILE)")
-	fset.StringVar(&f.tls.ClientCA, "tls-client-ca-file", envOr("CATALOGSYNC_TLS_CLIENT_CA_FILE", ""), "require client certificates signed by this CA on the REST API /api/ (mutual TLS; env CATALOGSYNC_TLS_CLIENT_CA_FILE)")
-	fset.DurationVar(&f.gcGrace, "gc-grace", envDuration("CATALOGSYNC_GC_GRACE", catalog.DefaultGrace), "how long content must be out of reach before GC deletes it, so readers that found it finish (env CATALOGSYNC_GC_GRACE)")
+// server holds serve's parts, built before anything runs.
+type server struct {
+	log      *slog.Logger
+	m        *metrics.Metrics
+	cfg      Config
+	store    storage.Store
+	dir      string
+	pl       *pipeline.Pipeline
+	set      engine.CatalogSet
+	gcNames  func() ([]string, bool)
+	ccSrc    *status.Source
+	ccWriter *status.Writer
+	eng      *engine.Engine
+	contentH *content.Handler
+	r, evr   chi.Router
+	tlsR     *tlsreload.Reloader
+	// closers release what was built, in reverse order.
+	closers []func()
 }
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fset := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fset)
-	s3f := registerS3Flags(fset)
-	var sf serveFlags
-	sf.register(fset)
-	if err := fset.Parse(args); err != nil {
-		return usageError{err.Error()}
+func (s *server) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
 	}
-	if fset.NArg() > 0 {
-		return usageError{"serve takes no arguments"}
-	}
-	log, err := cf.logger(stderr)
-	if err != nil {
+}
+
+func (c *serveCmd) run(ctx context.Context, from origins, stderr io.Writer) error {
+	s := &server{log: c.logger(stderr), m: metrics.New()}
+	defer s.close()
+	if err := c.build(ctx, from, s); err != nil {
 		return err
 	}
-	var cfg Config
-	if sf.cfgPath != "" {
-		if cfg, err = loadConfig(sf.cfgPath); err != nil {
+	return c.serve(ctx, s)
+}
+
+// build makes every part of the service; nothing runs yet.
+func (c *serveCmd) build(ctx context.Context, from origins, s *server) error {
+	if c.Config != "" {
+		var err error
+		if s.cfg, err = loadConfig(c.Config); err != nil {
 			return err
 		}
 	}
-	if cf.store == "" && !s3f.cfg.Enabled() {
-		cf.store = cfg.Storage.Dir
+	if err := c.openStore(ctx, from, s); err != nil {
+		return err
 	}
-	if cfg.Platform != "" && cf.platform == "linux/amd64" {
-		cf.platform = cfg.Platform
+	if err := c.buildPipeline(ctx, s); err != nil {
+		return err
 	}
-	store, dir, err := openStoreFromFlags(ctx, cf.store, s3f)
+	observers, err := c.buildCatalogSet(ctx, s)
 	if err != nil {
 		return err
 	}
-	// Every store operation is timed; the wrapper keeps Close and the GC's
-	// leftover cleaning.
-	m := metrics.New()
-	store = m.Store(store)
-	defer closeStore(store)
-	// Refuse to start on a store that cannot be read: better now than at
-	// the first sync. One Stat of a key that never exists (as /readyz),
-	// not a List of every stored object: a process started for a request
-	// waits for this.
-	if _, err := store.Stat(ctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
-		return fmt.Errorf("store %s is not usable: %w", dir, err)
-	}
-	// The content handler is made after the pipeline, which tells it of
-	// its own publishes.
-	var contentH *content.Handler
-	cf.noLocal = sf.clusterCatalogs && !sf.allowLocal
-	if cf.creds, err = startPullSecret(ctx, sf.pullSecret, sf.kubeconfig, log); err != nil {
+	s.eng = engine.New(s.pl, s.set, s.store,
+		engine.WithMaxConcurrent(c.MaxSyncs), engine.WithRegistryRate(c.RegRate, c.RegBurst),
+		engine.WithLogger(s.log), engine.WithObservers(observers...))
+	return c.buildHTTP(s)
+}
+
+// openStore opens the store, timed by the metrics, and refuses one that
+// cannot be read: better now than at the first sync. One Stat of a key
+// that never exists (as /readyz), not a List of every stored object: a
+// process started for a request waits for this.
+func (c *serveCmd) openStore(ctx context.Context, from origins, s *server) error {
+	store, dir, err := c.open(ctx, from)
+	if err != nil {
 		return err
 	}
-	cf.sigRules = cfg.SignaturePolicy
-	pl, src, err := cf.pipeline(log, store, cfg.Registries, pipeline.WithOnPublish(func(name string) {
-		if contentH != nil {
-			contentH.Invalidate(name)
+	// The wrapper keeps Close and the GC's leftover cleaning.
+	s.store, s.dir = s.m.Store(store), dir
+	s.closers = append(s.closers, func() { closeStore(s.store) })
+	if _, err := s.store.Stat(ctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return fmt.Errorf("store %s is not usable: %w", dir, err)
+	}
+	return nil
+}
+
+// buildPipeline makes the pipeline, which tells the content handler (made
+// later) of its own publishes.
+func (c *serveCmd) buildPipeline(ctx context.Context, s *server) error {
+	c.noLocal = c.ClusterCatalogs && !c.AllowLocal
+	var err error
+	if c.creds, err = startPullSecret(ctx, c.PullSecret, c.Kubeconfig, s.log); err != nil {
+		return err
+	}
+	c.sigRules = s.cfg.SignaturePolicy
+	pl, src, err := c.pipeline(s.log, s.store, s.cfg.Registries, pipeline.WithOnPublish(func(name string) {
+		if s.contentH != nil {
+			s.contentH.Invalidate(name)
 		}
 	}))
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	s.pl = pl
+	s.closers = append(s.closers, func() { src.Close() })
+	return nil
+}
 
-	// The engine coalesces triggers per catalog and retries failures; the
-	// scheduler is the cron fallback and does the first sync at start.
-	var set engine.CatalogSet = engine.StaticCatalogs(cfg.catalogs())
-	observers := []pipeline.Observer{m.SyncObserver()}
-	if sink := publishevent.Sink(sf.eventSink); sink != "" {
-		em, err := publishevent.New(sink, publishevent.WithBaseURL(sf.baseURL), publishevent.WithLogger(log))
+// buildCatalogSet picks the catalogs (the file's, or the cluster's
+// ClusterCatalogs) and returns the sync observers: metrics, the event
+// sink, the ClusterCatalog status writer.
+func (c *serveCmd) buildCatalogSet(ctx context.Context, s *server) ([]pipeline.Observer, error) {
+	s.set = engine.StaticCatalogs(s.cfg.catalogs())
+	cfgNames := make([]string, 0, len(s.cfg.Catalogs))
+	for _, cc := range s.cfg.Catalogs {
+		cfgNames = append(cfgNames, cc.Name)
+	}
+	s.gcNames = func() ([]string, bool) { return cfgNames, true }
+	observers := []pipeline.Observer{s.m.SyncObserver()}
+	if c.EventSink != "" {
+		em, err := publishevent.New(c.EventSink, publishevent.WithBaseURL(c.BaseURL), publishevent.WithLogger(s.log))
 		if err != nil {
-			return usageError{err.Error()}
+			return nil, usageError{err.Error()}
 		}
-		defer func() {
+		s.closers = append(s.closers, func() {
 			// Give queued events a moment to leave; never hold shutdown long.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			em.Close(cctx)
-		}()
+		})
 		observers = append(observers, em)
 	}
-	cfgNames := make([]string, 0, len(cfg.Catalogs))
-	for _, c := range cfg.Catalogs {
-		cfgNames = append(cfgNames, c.Name)
+	if !c.ClusterCatalogs {
+		return observers, nil
 	}
-	gcNames := func() ([]string, bool) { return cfgNames, true }
-	var (
-		ccSrc    *status.Source
-		ccWriter *status.Writer
-		eng      *engine.Engine
-	)
-	if sf.clusterCatalogs {
-		restCfg, err := status.RESTConfig(sf.kubeconfig)
-		if err != nil {
-			return err
-		}
-		dyn, err := dynamic.NewForConfig(restCfg)
-		if err != nil {
-			return err
-		}
-		ccSrc = status.NewSource(dyn, status.WithSourceLogger(log), status.WithOnChange(func(name string) {
-			// Created, spec changed or deleted: sync now; the engine
-			// refuses names no longer in the set (deleted, Unavailable).
-			if _, err := eng.Trigger(ctx, name, "clustercatalog"); err != nil {
-				log.Debug("clustercatalog change not synced", "catalog", name, "err", err)
-			}
-		}))
-		if ccWriter, err = status.NewWriter(dyn, ccSrc, store, sf.baseURL, status.WithWriterLogger(log),
-			status.WithWriterReplica(replicaID(cf.replica)), status.WithLeftAlone(m.LeftAlone())); err != nil {
-			return fmt.Errorf("--clustercatalogs needs --base-url: %w", err)
-		}
-		set, gcNames = ccSrc, ccSrc.Names
-		observers = append(observers, ccWriter)
+	if err := c.buildClusterCatalogs(ctx, s); err != nil {
+		return nil, err
 	}
-	eng = engine.New(pl, set, store,
-		engine.WithMaxConcurrent(sf.maxSyncs), engine.WithRegistryRate(sf.regRate, sf.regBurst),
-		engine.WithLogger(log), engine.WithObservers(observers...))
+	return append(observers, s.ccWriter), nil
+}
 
-	r := sf.router(m, log)
-	tlsR, err := sf.tlsReloader(log)
+// buildClusterCatalogs follows the cluster's ClusterCatalogs as the
+// catalog set and writes their status.
+func (c *serveCmd) buildClusterCatalogs(ctx context.Context, s *server) error {
+	restCfg, err := status.RESTConfig(c.Kubeconfig)
 	if err != nil {
-		return usageError{err.Error()}
-	}
-	if sf.tls.ClientCA != "" {
-		r.Use(tlsreload.RequireClientCert("/api/"))
-	}
-	// Read from the environment only: flags show in ps.
-	apiToken := os.Getenv("CATALOGSYNC_API_TOKEN")
-	if apiToken == "" && sf.apiOpen {
-		log.Warn("the REST API accepts POST without a token (--api-open): anyone who reaches it can trigger syncs")
-	}
-	api.New(eng, set, store,
-		api.WithLogger(log), api.WithToken(apiToken), api.WithOpen(sf.apiOpen), api.WithBaseURL(sf.baseURL),
-		api.WithMetrics(m.Handler()), api.WithReadyCheck(informerSynced(ccSrc)),
-	).Mount(r) // /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics
-	// Only catalogs of the set are looked up in the store: a flood of
-	// random names costs no store operation.
-	contentOpts := []content.Option{content.WithLogger(log), content.WithAvailability(configured(set))}
-	if ccSrc != nil {
-		// availabilityMode: Unavailable -> 404, as catalogd.
-		contentOpts = append(contentOpts, content.WithAvailability(ccSrc.Available))
-	}
-	// GraphQL reads catalogs through the content handler's cache.
-	contentOpts = append(contentOpts, content.WithGraphQL(graphql.New(graphql.OpenerFunc(func(ctx context.Context, name string) (*catalog.Catalog, error) {
-		return contentH.Catalog(ctx, name)
-	}), graphql.WithLogger(log))))
-	contentH = content.New(store, contentOpts...)
-	contentH.Mount(r) // /catalogs/{name}/api/v1/{all,metas,graphql}
-	// The catalog browser at /ui/, and / linking to it.
-	ui.New(store, set, ui.WithLogger(log)).Mount(r)
-	evr := r
-	if sf.eventsAddr != "" {
-		evr = sf.router(m, log)
-	}
-	if err := mountTriggers(r, evr, cfg, eng, set, m, log, sf.kubeconfig); err != nil {
 		return err
 	}
-	if sf.eventsAddr != "" {
-		stopEvents, err := serveEvents(sf.eventsAddr, evr, sf.readLimit, log)
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	s.ccSrc = status.NewSource(dyn, status.WithSourceLogger(s.log), status.WithOnChange(func(name string) {
+		// Created, spec changed or deleted: sync now; the engine
+		// refuses names no longer in the set (deleted, Unavailable).
+		if _, err := s.eng.Trigger(ctx, name, "clustercatalog"); err != nil {
+			s.log.Debug("clustercatalog change not synced", "catalog", name, "err", err)
+		}
+	}))
+	if s.ccWriter, err = status.NewWriter(dyn, s.ccSrc, s.store, c.BaseURL, status.WithWriterLogger(s.log),
+		status.WithWriterReplica(replicaID(c.Replica)), status.WithLeftAlone(s.m.LeftAlone())); err != nil {
+		return fmt.Errorf("--clustercatalogs needs --base-url: %w", err)
+	}
+	s.set, s.gcNames = s.ccSrc, s.ccSrc.Names
+	return nil
+}
+
+// buildHTTP makes the routers: the REST API, content, UI and triggers.
+func (c *serveCmd) buildHTTP(s *server) error {
+	sf := serveFlags{writeStall: c.WriteStall, tls: tlsreload.Files{Cert: c.TLSCert, Key: c.TLSKey, ClientCA: c.TLSClientCA}}
+	s.r = sf.router(s.m, s.log)
+	var err error
+	if s.tlsR, err = sf.tlsReloader(s.log); err != nil {
+		return usageError{err.Error()}
+	}
+	if c.TLSClientCA != "" {
+		s.r.Use(tlsreload.RequireClientCert("/api/"))
+	}
+	c.mountAPI(s)
+	mountContent(s)
+	// The catalog browser at /ui/, and / linking to it.
+	ui.New(s.store, s.set, ui.WithLogger(s.log)).Mount(s.r)
+	s.evr = s.r
+	if c.EventsAddr != "" {
+		s.evr = sf.router(s.m, s.log)
+	}
+	return mountTriggers(s.r, s.evr, s.cfg, s.eng, s.set, s.m, s.log, c.Kubeconfig)
+}
+
+// mountAPI mounts /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics.
+func (c *serveCmd) mountAPI(s *server) {
+	// Read from the environment only: flags show in ps.
+	apiToken := os.Getenv(envAPIToken)
+	if apiToken == "" && c.APIOpen {
+		s.log.Warn("the REST API accepts POST without a token (--api-open): anyone who reaches it can trigger syncs")
+	}
+	api.New(s.eng, s.set, s.store,
+		api.WithLogger(s.log), api.WithToken(apiToken), api.WithOpen(c.APIOpen), api.WithBaseURL(c.BaseURL),
+		api.WithMetrics(s.m.Handler()), api.WithReadyCheck(informerSynced(s.ccSrc)),
+	).Mount(s.r)
+}
+
+// mountContent mounts /catalogs/{name}/api/v1/{all,metas,graphql}.
+func mountContent(s *server) {
+	// Only catalogs of the set are looked up in the store: a flood of
+	// random names costs no store operation.
+	opts := []content.Option{content.WithLogger(s.log), content.WithAvailability(configured(s.set))}
+	if s.ccSrc != nil {
+		// availabilityMode: Unavailable -> 404, as catalogd.
+		opts = append(opts, content.WithAvailability(s.ccSrc.Available))
+	}
+	// GraphQL reads catalogs through the content handler's cache.
+	opts = append(opts, content.WithGraphQL(graphql.New(graphql.OpenerFunc(func(ctx context.Context, name string) (*catalog.Catalog, error) {
+		return s.contentH.Catalog(ctx, name)
+	}), graphql.WithLogger(s.log))))
+	s.contentH = content.New(s.store, opts...)
+	s.contentH.Mount(s.r)
+}
+
+// serve listens, starts the background work and serves until ctx ends,
+// then stops gracefully.
+func (c *serveCmd) serve(ctx context.Context, s *server) error {
+	if c.EventsAddr != "" {
+		stopEvents, err := serveEvents(c.EventsAddr, s.evr, c.ReadLimit, s.log)
 		if err != nil {
 			return err
 		}
 		defer stopEvents()
 	}
-
-	ln, err := net.Listen("tcp", sf.addr)
+	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
 	}
-	srv := newServer(r, sf.readLimit)
-	log.Info("serving", "addr", ln.Addr().String(), "store", dir, "catalogs", len(cfg.Catalogs))
-
-	eng.Start(ctx)
-	// After the engine: OnChange may trigger it from the first event.
-	if ccSrc != nil {
-		go ccSrc.Run(ctx)
-		go ccWriter.Run(ctx)
-		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := ccSrc.WaitForSync(wctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("clustercatalogs: %w", err)
-		}
+	srv := newServer(s.r, c.ReadLimit)
+	s.log.Info("serving", "addr", ln.Addr().String(), "store", s.dir, "catalogs", len(s.cfg.Catalogs))
+	pollDone, err := c.start(ctx, s)
+	if err != nil {
+		return err
 	}
-	// Polls and GC are cluster-wide: replicas sharing the store take turns.
-	holder := clusterHolder(replicaID(cf.replica))
-	pollDone := make(chan struct{})
-	go func() {
-		defer close(pollDone)
-		runPoller(ctx, log, eng, store, holder, sf.pollEvery)
-	}()
-	go runGC(ctx, log, store, holder, gcNames, sf.gcEvery, sf.gcPolicy())
 	errc := make(chan error, 1)
-	go func() { errc <- serveListener(ctx, srv, ln, tlsR) }()
+	go func() { errc <- serveListener(ctx, srv, ln, s.tlsR) }()
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		return err
 	}
-	log.Info("stopping; a second signal exits at once", "grace", sf.shutdownGrace)
-	err = shutdown(srv, sf.shutdownGrace, log)
+	s.log.Info("stopping; a second signal exits at once", "grace", c.ShutdownGrace)
+	err = shutdown(srv, c.ShutdownGrace, s.log)
 	<-pollDone
-	eng.Wait()
-	log.Info("stopped")
+	s.eng.Wait()
+	s.log.Info("stopped")
 	return err
+}
+
+// start runs the engine, the ClusterCatalog informers, the poller and the
+// GC; the channel closes when the poller stopped.
+func (c *serveCmd) start(ctx context.Context, s *server) (<-chan struct{}, error) {
+	s.eng.Start(ctx)
+	// After the engine: OnChange may trigger it from the first event.
+	if s.ccSrc != nil {
+		go s.ccSrc.Run(ctx)
+		go s.ccWriter.Run(ctx)
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := s.ccSrc.WaitForSync(wctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("clustercatalogs: %w", err)
+		}
+	}
+	// Polls and GC are cluster-wide: replicas sharing the store take turns.
+	holder := clusterHolder(replicaID(c.Replica))
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		runPoller(ctx, s.log, s.eng, s.store, holder, c.PollEvery)
+	}()
+	go runGC(ctx, s.log, s.store, holder, s.gcNames, c.GCEvery, c.gcPolicy())
+	return pollDone, nil
 }
 
 // mountTriggers adds the webhook receivers (/hooks/...) to r and, when
@@ -371,8 +412,8 @@ func (w webhookCatalogs) Catalogs() []webhook.Catalog {
 
 // gcPolicy maps the flags to GCOptions, whose zero values mean defaults:
 // 0 given on the command line means none.
-func (f *serveFlags) gcPolicy() catalog.GCOptions {
-	o := catalog.GCOptions{Keep: f.gcKeep, Grace: f.gcGrace, UnconfiguredAge: f.gcUnconf}
+func (c *serveCmd) gcPolicy() catalog.GCOptions {
+	o := catalog.GCOptions{Keep: c.GCKeep, Grace: c.GCGrace, UnconfiguredAge: c.GCUnconf}
 	if o.Keep == 0 {
 		o.Keep = -1
 	}

@@ -1,7 +1,7 @@
 // Package publishevent tells other systems that a catalog was published: a
 // sync.Observer that sends a CloudEvent of type io.catalogsync.catalog.published
-// (binary HTTP mode) to a sink, such as the K_SINK a Knative SinkBinding or
-// ContainerSource injects.
+// (binary HTTP mode) to a sink URL, such as the K_SINK a Knative SinkBinding
+// or ContainerSource injects (the command resolves it).
 //
 // Only syncs that moved the pointer emit: Published (new content) and Reused
 // (stored content made current again). UpToDate does not, since nothing a
@@ -32,18 +32,12 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
+	"github.com/catalogsync/catalogsync/sync/backoff"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // Type is the CloudEvents type of a published-catalog event.
 const Type = "io.catalogsync.catalog.published"
-
-// Environment variables naming the sink, in order of precedence after the
-// flag: ours, then the one Knative injects.
-const (
-	EnvSink  = "CATALOGSYNC_EVENT_SINK"
-	EnvKSink = "K_SINK"
-)
 
 var (
 	// ErrInvalidSink is returned for a sink that is not an absolute http(s) URL.
@@ -100,7 +94,7 @@ func WithQueue(n int) Option {
 }
 
 // WithRetry sets the attempts per event (default 5) and the first backoff,
-// doubled after each failure (default 500ms).
+// about doubled after each failure, with jitter (default 500ms).
 func WithRetry(attempts int, backoff time.Duration) Option {
 	return func(e *Emitter) {
 		if attempts > 0 {
@@ -144,17 +138,6 @@ type Emitter struct {
 	stop    chan struct{}
 	done    chan struct{}
 	stopped bool
-}
-
-// Sink picks the sink URL: the flag's value, else CATALOGSYNC_EVENT_SINK,
-// else K_SINK. Empty means events are off.
-func Sink(flagValue string) string {
-	for _, v := range []string{flagValue, os.Getenv(EnvSink), os.Getenv(EnvKSink)} {
-		if v = strings.TrimSpace(v); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // New returns an Emitter sending to sink and starts its sender; Close
@@ -285,7 +268,8 @@ func (e *Emitter) run() {
 }
 
 func (e *Emitter) deliver(ctx context.Context, ev event.Event) {
-	wait := e.backoff
+	// Capped so the last wait is the first doubled once per retry.
+	b := backoff.Backoff{Min: e.backoff, Max: e.backoff << max(e.attempts-2, 0)}
 	var err error
 	for attempt := 1; attempt <= e.attempts; attempt++ {
 		if err = e.send(ctx, ev); err == nil {
@@ -297,12 +281,11 @@ func (e *Emitter) deliver(ctx context.Context, ev event.Event) {
 		}
 		e.count(func(s *Stats) { s.Retries++ })
 		select {
-		case <-time.After(wait):
+		case <-time.After(b.Delay(attempt-1, 0)):
 		case <-e.stop:
 			// Closing: one last try per event, no more waiting.
 			attempt = e.attempts - 1
 		}
-		wait *= 2
 	}
 	e.count(func(s *Stats) { s.Failed++ })
 	e.log.Warn("published event not delivered", "catalog", ev.Subject(), "sink", e.sink,

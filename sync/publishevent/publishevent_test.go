@@ -269,19 +269,7 @@ func TestFullQueueDropsOldest(t *testing.T) {
 	}
 }
 
-func TestSinkSelection(t *testing.T) {
-	t.Setenv(publishevent.EnvKSink, "http://ksink.example.test")
-	t.Setenv(publishevent.EnvSink, "")
-	if got := publishevent.Sink(""); got != "http://ksink.example.test" {
-		t.Fatalf("K_SINK: %q", got)
-	}
-	t.Setenv(publishevent.EnvSink, "http://env.example.test")
-	if got := publishevent.Sink(""); got != "http://env.example.test" {
-		t.Fatalf("env: %q", got)
-	}
-	if got := publishevent.Sink("http://flag.example.test"); got != "http://flag.example.test" {
-		t.Fatalf("flag: %q", got)
-	}
+func TestInvalidSink(t *testing.T) {
 	for _, bad := range []string{"ksink.example.test", "ftp://x.example.test", "http://"} {
 		if _, err := publishevent.New(bad); !errors.Is(err, publishevent.ErrInvalidSink) {
 			t.Fatalf("%q: %v", bad, err)

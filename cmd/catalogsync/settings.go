@@ -1,0 +1,389 @@
+package main
+
+// Every setting of the command is declared once, as a field of the structs
+// below: its flag name, environment variable(s) (env, first non-empty
+// wins), config-file key (file), default, help and check. The README's
+// configuration table is generated from them (docs.go).
+//
+// One precedence rule, whatever the setting: flag > env > file > default.
+// A flag given on the command line is known to be set even when its value
+// equals the default, so `--platform linux/amd64` beats the file. Every
+// value that does not parse or fails its check stops the start with exit
+// code 2, naming the setting and where the value came from.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/regclient/regclient/types/platform"
+	"sigs.k8s.io/yaml"
+
+	"github.com/catalogsync/catalogsync/internal/pullsecret"
+	"github.com/catalogsync/catalogsync/internal/regconf"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/s3"
+	"github.com/catalogsync/catalogsync/sync/sigpolicy"
+	"github.com/catalogsync/catalogsync/sync/source"
+)
+
+// cli is the command line: one field per subcommand.
+type cli struct {
+	Sync  syncCmd  `cmd:"" help:"Sync one catalog and exit."`
+	Serve serveCmd `cmd:"" help:"Keep catalogs synced and serve them."`
+	Poll  pollCmd  `cmd:"" help:"Sync the catalogs that are due, then exit (CronJob)."`
+	GC    gcCmd    `cmd:"" name:"gc" help:"Delete content no longer needed."`
+	Index indexCmd `cmd:"" help:"Validate an FBC directory and pre-build its catalog and index."`
+	Docs  docsCmd  `cmd:"" hidden:"" help:"Print, or write into README.md, the configuration table."`
+}
+
+// logFlags: every command that logs.
+type logFlags struct {
+	LogLevel string `name:"log-level" env:"CATALOGSYNC_LOG_LEVEL" default:"info" check:"loglevel" help:"debug, info, warn or error"`
+}
+
+// storeFlags select the store: a local directory or an S3 bucket.
+type storeFlags struct {
+	Store string  `name:"store" env:"CATALOGSYNC_STORE" file:"storage.dir" docdefault:"${defaultStore}" help:"local store directory"`
+	S3    s3Flags `embed:""`
+}
+
+// s3Flags are the --s3-* flags. Credentials come from the SDK's default
+// chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...), never from flags.
+type s3Flags struct {
+	Bucket       string        `name:"s3-bucket" env:"CATALOGSYNC_S3_BUCKET" help:"store catalogs in this S3/MinIO bucket instead of --store"`
+	Endpoint     string        `name:"s3-endpoint" env:"CATALOGSYNC_S3_ENDPOINT" docdefault:"AWS" help:"endpoint override (MinIO: http://host:9000)"`
+	Region       string        `name:"s3-region" env:"CATALOGSYNC_S3_REGION" docdefault:"from the SDK chain" help:"region (else AWS_REGION; us-east-1 with --s3-endpoint)"`
+	Prefix       string        `name:"s3-prefix" env:"CATALOGSYNC_S3_PREFIX" help:"key prefix, so several deployments share a bucket"`
+	PathStyle    bool          `name:"s3-path-style" env:"CATALOGSYNC_S3_PATH_STYLE" help:"path-style addressing (MinIO)"`
+	StallTimeout time.Duration `name:"s3-stall-timeout" env:"CATALOGSYNC_S3_STALL_TIMEOUT" default:"${s3Stall}" check:"nonneg" help:"a store that sends nothing this long (no response, no byte either way) fails the request; slow transfers are fine"`
+}
+
+func (f s3Flags) config() s3.Config {
+	return s3.Config{Bucket: f.Bucket, Endpoint: f.Endpoint, Region: f.Region, Prefix: f.Prefix, PathStyle: f.PathStyle, StallTimeout: f.StallTimeout}
+}
+
+// configFlag names serve's catalogs file.
+type configFlag struct {
+	Config string `name:"config" env:"CATALOGSYNC_CONFIG" help:"catalogs file (YAML)"`
+}
+
+// commonFlags configure how images are read, for the commands that sync.
+type commonFlags struct {
+	storeFlags `embed:""`
+	Platform   string `name:"platform" env:"CATALOGSYNC_PLATFORM" file:"platform" default:"linux/amd64" check:"platform" help:"manifest picked from multi-platform images (os/arch[/variant])"`
+	PlainHTTP  string `name:"plain-http" env:"CATALOGSYNC_PLAIN_HTTP" help:"comma-separated registry hosts reached over plain HTTP"`
+	Insecure   string `name:"insecure-skip-tls-verify" env:"CATALOGSYNC_INSECURE_HOSTS" help:"comma-separated registry hosts whose TLS certificate is not verified"`
+	CAFile     string `name:"ca-file" env:"CATALOGSYNC_CA_FILE" help:"PEM CA bundle trusted for every registry besides the system's; re-read when it changes"`
+	CADir      string `name:"ca-dir" env:"CATALOGSYNC_CA_DIR" help:"directory of PEM CA files (ending .crt or .pem) trusted for every registry, as catalogd's --pull-cas-dir; re-read when it changes"`
+	RegConf    string `name:"registries-conf" env:"CATALOGSYNC_REGISTRIES_CONF" default:"${regconf}" docdefault:"${regconf} when present" help:"containers registries.conf v2 (+ .d drop-ins): mirrors tried in order, then the source; blocked registries refused; \"\" reads none"`
+	logFlags   `embed:""`
+	TmpDir     string        `name:"tmp-dir" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs"`
+	NoDocker   bool          `name:"no-docker-config" help:"do not read registry credentials from the docker config"`
+	Stall      time.Duration `name:"stall-timeout" env:"CATALOGSYNC_STALL_TIMEOUT" default:"${stall}" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`
+	Replica    string        `name:"replica-id" env:"CATALOGSYNC_REPLICA_ID,POD_NAME" docdefault:"the host name" help:"this replica's name in the store's leases and logs (replicas sharing a store pull each digest once, and take turns at GC and polls) and in the field manager of the Progressing condition it writes (catalogsync/<id>); unique per replica; a lease belongs to one process whatever its name"`
+
+	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).
+	noLocal bool
+	// creds are extra registry credentials (serve: the pull secret).
+	creds source.CredentialProvider
+	// sigRules require signatures (the config file's signaturePolicy).
+	sigRules []sigpolicy.Rule
+}
+
+const envAPIToken = "CATALOGSYNC_API_TOKEN"
+
+// envOnly are settings read from the environment only: a flag would show
+// in ps.
+var envOnly = []struct{ Env, Cmd, Help string }{
+	{envAPIToken, "serve", "bearer token required by `POST /api/v1/...` (reads stay open); without it POST is refused unless `--api-open`"},
+}
+
+// fileOnly are config-file keys with no flag, for the table.
+var fileOnly = []struct{ Key, Help string }{
+	{"registries[].caFile, username, password", "per-host CA bundle and credentials (`env:NAME` allowed), over the pull secret's"},
+	{"signaturePolicy: [{prefix, keys}]", "images under `prefix` must carry a cosign signature (tag `sha256-<hex>.sig`) by one of the PEM public `keys`; otherwise the sync is terminal and the old catalog stays"},
+}
+
+// vars fill the ${...} in the declarations from the packages' constants.
+func vars() kong.Vars {
+	return kong.Vars{
+		"defaultStore":  defaultStore,
+		"s3Stall":       shortDuration(s3.DefaultStallTimeout),
+		"stall":         shortDuration(source.DefaultStallTimeout),
+		"regconf":       regconf.DefaultPath,
+		"keep":          fmt.Sprint(catalog.DefaultKeep),
+		"grace":         shortDuration(catalog.DefaultGrace),
+		"unconfigured":  shortDuration(catalog.DefaultUnconfiguredAge),
+		"leftover":      shortDuration(catalog.DefaultLeftoverAge),
+		"defaultAddrEx": ":8080",
+	}
+}
+
+// shortDuration prints 1h, not 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// Where a value came from, for messages.
+const (
+	originFlag    = "flag"
+	originEnv     = "env"
+	originFile    = "file"
+	originDefault = "default"
+)
+
+// origins records, per flag name, where its value came from ("env NAME",
+// "file KEY", "default"); a flag not in it was given on the command line.
+type origins map[string]string
+
+func (o origins) of(name string) string {
+	if v, ok := o[name]; ok {
+		return v
+	}
+	return originFlag + " --" + name
+}
+
+// envForm adapts variables whose value is not the flag's own form.
+var envForm = map[string]func(string) string{
+	"PORT": func(v string) string { return ":" + v },
+}
+
+// resolver supplies, for each flag not given on the command line, its
+// environment value, else its config-file value, else its default; it
+// checks that the value parses, so the error can say where it came from.
+type resolver struct {
+	from origins
+	file map[string]any // the config file, read once; nil: none or unreadable
+	read bool
+}
+
+func (r *resolver) Validate(*kong.Application) error { return nil }
+
+func (r *resolver) Resolve(kctx *kong.Context, _ *kong.Path, f *kong.Flag) (any, error) {
+	for _, env := range f.Envs {
+		v := strings.TrimSpace(os.Getenv(env))
+		if v == "" {
+			continue // set but empty counts as unset, as it always did
+		}
+		if form := envForm[env]; form != nil {
+			v = form(v)
+		}
+		return r.use(f, v, originEnv+" "+env)
+	}
+	if key := f.Tag.Get("file"); key != "" {
+		if v, ok := r.fileValue(kctx, key); ok {
+			return r.use(f, v, originFile+" key "+key)
+		}
+	}
+	r.from[f.Name] = originDefault
+	if f.HasDefault {
+		// Undo what kong took from an empty variable.
+		return f.Default, nil
+	}
+	return nil, nil
+}
+
+func (r *resolver) use(f *kong.Flag, v, from string) (any, error) {
+	r.from[f.Name] = from
+	scratch := reflect.New(f.Target.Type()).Elem()
+	if err := f.Parse(kong.ScanFromTokens(kong.Token{Type: kong.FlagValueToken, Value: v}), scratch); err != nil {
+		return nil, fmt.Errorf("%w (from %s=%q)", errors.Unwrap(err), from, v)
+	}
+	return v, nil
+}
+
+// fileValue looks key (dotted) up in the config file that --config names,
+// read once. An unreadable file gives nothing here: the command reports it
+// when it loads the file.
+func (r *resolver) fileValue(kctx *kong.Context, key string) (string, bool) {
+	if !r.read {
+		r.read = true
+		if path := configPath(kctx); path != "" {
+			if b, err := os.ReadFile(path); err == nil {
+				_ = yaml.Unmarshal(b, &r.file)
+			}
+		}
+	}
+	var v any = r.file
+	for _, k := range strings.Split(key, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		v = m[k]
+	}
+	switch v := v.(type) {
+	case string:
+		return v, v != ""
+	case nil, map[string]any, []any:
+		return "", false
+	default:
+		return fmt.Sprint(v), true
+	}
+}
+
+// configPath is --config's value, from the command line or environment.
+func configPath(kctx *kong.Context) string {
+	for _, f := range kctx.Flags() {
+		if f.Name != "config" {
+			continue
+		}
+		if s, _ := kctx.FlagValue(f).(string); s != "" {
+			return s
+		}
+		return strings.TrimSpace(os.Getenv("CATALOGSYNC_CONFIG"))
+	}
+	return ""
+}
+
+// checks are the value checks a declaration names with check:"...".
+var checks = map[string]func(v any) error{
+	"nonneg": func(v any) error {
+		if sign(v) < 0 {
+			return errors.New("must not be negative")
+		}
+		return nil
+	},
+	"positive": func(v any) error {
+		if sign(v) <= 0 {
+			return errors.New("must be positive")
+		}
+		return nil
+	},
+	"loglevel": func(v any) error {
+		var l slog.Level
+		return l.UnmarshalText([]byte(v.(string)))
+	},
+	"platform": func(v any) error {
+		if _, err := platform.Parse(v.(string)); err != nil || !strings.Contains(v.(string), "/") {
+			return fmt.Errorf("invalid platform %q: want os/arch[/variant]", v)
+		}
+		return nil
+	},
+	"bytes": func(v any) error {
+		_, err := parseBytes(v.(string))
+		return err
+	},
+	"nsname": func(v any) error {
+		if v.(string) == "" {
+			return nil
+		}
+		_, _, err := pullsecret.ParseName(v.(string))
+		return err
+	},
+	"httpurl": func(v any) error {
+		s := v.(string)
+		if s == "" {
+			return nil
+		}
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%q is not an absolute http(s) URL", s)
+		}
+		return nil
+	},
+}
+
+func sign(v any) int {
+	var f float64
+	switch v := v.(type) {
+	case int:
+		f = float64(v)
+	case float64:
+		f = v
+	case time.Duration:
+		f = float64(v)
+	default:
+		panic(fmt.Sprintf("check of a %T", v))
+	}
+	switch {
+	case f < 0:
+		return -1
+	case f > 0:
+		return 1
+	}
+	return 0
+}
+
+// errExit carries the code kong asks to exit with (help: 0).
+type errExit int
+
+func (e errExit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// newParser builds the command line for c, writing help to stdout.
+func newParser(c *cli, stdout, stderr io.Writer) (*kong.Kong, *resolver, error) {
+	r := &resolver{from: origins{}}
+	k, err := kong.New(c,
+		kong.Name("catalogsync"),
+		kong.Description("Sync Operator catalogs from OCI images into object storage and serve them."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(errExit(code)) }),
+		kong.Resolvers(r),
+		vars(),
+	)
+	return k, r, err
+}
+
+// parse parses args into c and checks every value; the origins say where
+// each value came from.
+func parse(c *cli, args []string, stdout, stderr io.Writer) (*kong.Context, origins, error) {
+	k, r, err := newParser(c, stdout, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkCommand(k, args); err != nil {
+		return nil, nil, err
+	}
+	kctx, err := k.Parse(args)
+	if err != nil {
+		msg := err.Error()
+		if !strings.Contains(msg, "(from ") {
+			msg += " (from the command line)" // the resolver names env and file
+		}
+		return nil, nil, usageError{msg}
+	}
+	for _, f := range kctx.Flags() {
+		name := f.Tag.Get("check")
+		if name == "" {
+			continue
+		}
+		if err := checks[name](kctx.FlagValue(f)); err != nil {
+			return nil, nil, usageError{fmt.Sprintf("--%s: %v (from %s)", f.Name, err, r.from.of(f.Name))}
+		}
+	}
+	return kctx, r.from, nil
+}
+
+// checkCommand says what is wrong with a missing or unknown command more
+// plainly than the parser.
+func checkCommand(k *kong.Kong, args []string) error {
+	var names []string
+	for _, n := range k.Model.Children {
+		if !n.Hidden {
+			names = append(names, n.Name)
+		}
+	}
+	const hint = `usage: catalogsync COMMAND [flags], COMMAND one of %s; "catalogsync COMMAND -h" lists a command's flags`
+	switch {
+	case len(args) == 0:
+		return usageError{fmt.Sprintf(hint, strings.Join(names, ", "))}
+	case strings.HasPrefix(args[0], "-") || slices.ContainsFunc(k.Model.Children, func(n *kong.Node) bool { return n.Name == args[0] }):
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q; "+hint, args[0], strings.Join(names, ", "))}
+}

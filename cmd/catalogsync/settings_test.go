@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+// parseArgs parses args as the command does, without running anything.
+func parseArgs(t *testing.T, args ...string) (*cli, origins, error) {
+	t.Helper()
+	var c cli
+	_, from, err := parse(&c, args, io.Discard, io.Discard)
+	return &c, from, err
+}
+
+// fileWith writes a config file with the given top-level YAML.
+func fileWith(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "catalogsync.yaml")
+	if err := os.WriteFile(p, []byte(yaml+"\ncatalogs: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// unsetEnv keeps the caller's environment out of a test's precedence.
+func unsetEnv(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		t.Setenv(n, "")
+		os.Unsetenv(n)
+	}
+}
+
+func wantPlatform(t *testing.T, args []string, want, wantFrom string) {
+	t.Helper()
+	c, from, err := parseArgs(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Serve.Platform != want || !strings.HasPrefix(from.of("platform"), wantFrom) {
+		t.Fatalf("platform %q from %q, want %q from %s", c.Serve.Platform, from.of("platform"), want, wantFrom)
+	}
+}
+
+func TestFlagBeatsEnv(t *testing.T) {
+	t.Setenv("CATALOGSYNC_PLATFORM", "linux/arm64")
+	wantPlatform(t, []string{"serve", "--platform", "linux/s390x"}, "linux/s390x", originFlag)
+}
+
+func TestEnvBeatsFile(t *testing.T) {
+	t.Setenv("CATALOGSYNC_PLATFORM", "linux/arm64")
+	cfg := fileWith(t, "platform: linux/ppc64le")
+	wantPlatform(t, []string{"serve", "--config", cfg}, "linux/arm64", originEnv+" CATALOGSYNC_PLATFORM")
+}
+
+func TestFileBeatsDefault(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_PLATFORM")
+	cfg := fileWith(t, "platform: linux/ppc64le")
+	wantPlatform(t, []string{"serve", "--config", cfg}, "linux/ppc64le", originFile+" key platform")
+}
+
+// The flag's value equals the default, but it was given: it wins.
+func TestExplicitDefaultFlagBeatsFile(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_PLATFORM")
+	cfg := fileWith(t, "platform: linux/arm64")
+	wantPlatform(t, []string{"serve", "--config", cfg, "--platform", "linux/amd64"}, "linux/amd64", originFlag)
+}
+
+func TestDefaultWhenNothingSet(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_PLATFORM", "CATALOGSYNC_CONFIG")
+	wantPlatform(t, []string{"serve"}, "linux/amd64", originDefault)
+}
+
+// The file named by the environment's CATALOGSYNC_CONFIG is read too.
+func TestFileFromEnvConfig(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_PLATFORM", "CATALOGSYNC_STORE")
+	t.Setenv("CATALOGSYNC_CONFIG", fileWith(t, "platform: linux/arm64\nstorage:\n  dir: /from/file"))
+	c, _, err := parseArgs(t, "poll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Poll.Platform != "linux/arm64" || c.Poll.Store != "/from/file" {
+		t.Fatalf("platform %q store %q", c.Poll.Platform, c.Poll.Store)
+	}
+}
+
+// A variable set but empty counts as unset, as it always did: deployments
+// set some to "" in their env lists.
+func TestEmptyEnvIsUnset(t *testing.T) {
+	t.Setenv("CATALOGSYNC_PLATFORM", "")
+	t.Setenv("CATALOGSYNC_GC_KEEP", "")
+	cfg := fileWith(t, "platform: linux/arm64")
+	c, _, err := parseArgs(t, "serve", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Serve.Platform != "linux/arm64" || c.Serve.GCKeep != 2 {
+		t.Fatalf("platform %q gc-keep %d", c.Serve.Platform, c.Serve.GCKeep)
+	}
+}
+
+// A setting with several variables takes the first that is set.
+func TestEnvNamesInOrder(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_EVENT_SINK", "CATALOGSYNC_ADDR", "CATALOGSYNC_REPLICA_ID")
+	t.Setenv("K_SINK", "http://ksink.example.test")
+	t.Setenv("PORT", "9090")
+	t.Setenv("POD_NAME", "pod-1")
+	c, _, err := parseArgs(t, "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Serve.EventSink != "http://ksink.example.test" || c.Serve.Addr != ":9090" || c.Serve.Replica != "pod-1" {
+		t.Fatalf("sink %q addr %q replica %q", c.Serve.EventSink, c.Serve.Addr, c.Serve.Replica)
+	}
+	t.Setenv("CATALOGSYNC_EVENT_SINK", "http://env.example.test")
+	t.Setenv("CATALOGSYNC_ADDR", "127.0.0.1:1")
+	t.Setenv("CATALOGSYNC_REPLICA_ID", "r-1")
+	c, _, err = parseArgs(t, "serve", "--event-sink", "http://flag.example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Serve.EventSink != "http://flag.example.test" || c.Serve.Addr != "127.0.0.1:1" || c.Serve.Replica != "r-1" {
+		t.Fatalf("sink %q addr %q replica %q", c.Serve.EventSink, c.Serve.Addr, c.Serve.Replica)
+	}
+}
+
+// The config file's store directory gives way to an S3 bucket; one given
+// by flag or env conflicts with it.
+func TestFileStoreGivesWayToBucket(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_STORE", "CATALOGSYNC_S3_BUCKET")
+	cfg := fileWith(t, "storage:\n  dir: /from/file")
+	c, from, err := parseArgs(t, "serve", "--config", cfg, "--s3-bucket", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir, err := c.Serve.localDir(from); dir != "" || err != nil {
+		t.Fatalf("file dir with a bucket: %q, %v", dir, err)
+	}
+	c, from, err = parseArgs(t, "serve", "--config", cfg, "--s3-bucket", "b", "--store", "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Serve.localDir(from); err == nil {
+		t.Fatal("flag dir and bucket: no conflict")
+	}
+	c, from, err = parseArgs(t, "serve", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir, err := c.Serve.localDir(from); dir != "/from/file" || err != nil {
+		t.Fatalf("file dir: %q, %v", dir, err)
+	}
+}
+
+// Each kind of bad value stops the start with exit 2, naming the setting
+// and where the value came from.
+func TestBadValues(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_CONFIG", "CATALOGSYNC_PLATFORM")
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{"int from env", map[string]string{"CATALOGSYNC_GC_KEEP": "two"}, []string{"serve"}, []string{"--gc-keep", "CATALOGSYNC_GC_KEEP"}},
+		{"float from env", map[string]string{"CATALOGSYNC_REGISTRY_RATE": "fast"}, []string{"serve"}, []string{"--registry-rate", "CATALOGSYNC_REGISTRY_RATE"}},
+		{"duration from flag", nil, []string{"serve", "--poll-check-interval", "soon"}, []string{"--poll-check-interval", "command line"}},
+		{"bool from env", map[string]string{"CATALOGSYNC_API_OPEN": "maybe"}, []string{"serve"}, []string{"--api-open", "CATALOGSYNC_API_OPEN"}},
+		{"negative from env", map[string]string{"CATALOGSYNC_GC_GRACE": "-1h"}, []string{"serve"}, []string{"--gc-grace", "must not be negative", "env CATALOGSYNC_GC_GRACE"}},
+		{"zero from flag", nil, []string{"serve", "--max-concurrent-syncs", "0"}, []string{"--max-concurrent-syncs", "must be positive", "flag --max-concurrent-syncs"}},
+		{"enum from env", map[string]string{"CATALOGSYNC_LOG_LEVEL": "loud"}, []string{"sync"}, []string{"--log-level", "env CATALOGSYNC_LOG_LEVEL"}},
+		{"platform from file", nil, []string{"serve", "--config", fileWith(t, "platform: nonsense")}, []string{"--platform", "file key platform"}},
+		{"url from env", map[string]string{"K_SINK": "sink.example.test"}, []string{"serve"}, []string{"--event-sink", "env K_SINK"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			// Cancelled: a value wrongly accepted ends the command at once
+			// instead of serving.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stderrb bytes.Buffer
+			code := run(ctx, append(tc.args, "--store", t.TempDir()), io.Discard, &stderrb)
+			stderr := stderrb.String()
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Fatalf("message lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+// garbage returns values that must not be accepted for f: one that does
+// not parse as its type, one that fails its check.
+func garbage(f *kong.Flag) []string {
+	var out []string
+	switch f.Target.Type() {
+	case reflect.TypeFor[int](), reflect.TypeFor[float64](), reflect.TypeFor[time.Duration](), reflect.TypeFor[bool]():
+		out = append(out, "garbage")
+	}
+	bad := map[string]string{"positive": "0", "loglevel": "loud", "platform": "nonsense", "bytes": "lots", "nsname": "no-namespace", "httpurl": "ftp://x"}
+	switch c := f.Tag.Get("check"); {
+	case c == "nonneg" && f.Target.Type() == reflect.TypeFor[time.Duration]():
+		out = append(out, "-1s")
+	case c == "nonneg":
+		out = append(out, "-1")
+	case c != "":
+		out = append(out, bad[c])
+	}
+	return out
+}
+
+// refused reports whether err is a usage error (exit 2) naming all of want.
+func refused(err error, want ...string) bool {
+	var ue usageError
+	if !errors.As(err, &ue) {
+		return false
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			return false
+		}
+	}
+	return true
+}
+
+// Every setting that is typed or checked refuses garbage, from the
+// command line and from each of its variables, naming itself.
+func TestEverySettingRefusesGarbage(t *testing.T) {
+	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	checked := 0
+	for _, cmd := range k.Model.Children {
+		for _, f := range cmd.Flags {
+			if seen[f.Name] || f.Name == "help" {
+				continue
+			}
+			seen[f.Name] = true
+			if c := f.Tag.Get("check"); c != "" && checks[c] == nil {
+				t.Errorf("--%s: unknown check %q", f.Name, c)
+			}
+			for _, g := range garbage(f) {
+				checked++
+				_, _, err := parseArgs(t, cmd.Name, "--"+f.Name+"="+g)
+				if !refused(err, "--"+f.Name) {
+					t.Errorf("%s --%s=%s: %v", cmd.Name, f.Name, g, err)
+				}
+				for _, env := range f.Envs {
+					t.Setenv(env, g)
+					_, _, err := parseArgs(t, cmd.Name)
+					os.Unsetenv(env)
+					if !refused(err, "--"+f.Name, env) {
+						t.Errorf("%s %s=%s: %v", cmd.Name, env, g, err)
+					}
+				}
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d bad values tried", checked)
+	}
+}
+
+// Every variable the deployment files, the Dockerfile and the old flags
+// set is still read.
+func TestEnvNamesKept(t *testing.T) {
+	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{envAPIToken: true}
+	for _, cmd := range k.Model.Children {
+		for _, f := range cmd.Flags {
+			for _, e := range f.Envs {
+				declared[e] = true
+			}
+		}
+	}
+	want := strings.Fields(`CATALOGSYNC_STORE CATALOGSYNC_PLATFORM CATALOGSYNC_PLAIN_HTTP CATALOGSYNC_INSECURE_HOSTS
+		CATALOGSYNC_TMP_DIR CATALOGSYNC_LOG_LEVEL CATALOGSYNC_STALL_TIMEOUT CATALOGSYNC_CA_FILE CATALOGSYNC_CA_DIR
+		CATALOGSYNC_REGISTRIES_CONF CATALOGSYNC_REPLICA_ID POD_NAME CATALOGSYNC_CONFIG CATALOGSYNC_ADDR PORT
+		CATALOGSYNC_BASE_URL CATALOGSYNC_MAX_CONCURRENT_SYNCS CATALOGSYNC_REGISTRY_RATE CATALOGSYNC_REGISTRY_BURST
+		CATALOGSYNC_POLL_CHECK_INTERVAL CATALOGSYNC_CLUSTERCATALOGS CATALOGSYNC_ALLOW_LOCAL_SOURCES KUBECONFIG
+		CATALOGSYNC_PULL_SECRET CATALOGSYNC_EVENT_SINK K_SINK CATALOGSYNC_GC_INTERVAL CATALOGSYNC_SHUTDOWN_GRACE
+		CATALOGSYNC_READ_TIMEOUT CATALOGSYNC_API_OPEN CATALOGSYNC_EVENTS_ADDR CATALOGSYNC_WRITE_STALL_TIMEOUT
+		CATALOGSYNC_GC_KEEP CATALOGSYNC_GC_UNCONFIGURED_AGE CATALOGSYNC_TLS_CERT_FILE CATALOGSYNC_TLS_KEY_FILE
+		CATALOGSYNC_TLS_CLIENT_CA_FILE CATALOGSYNC_GC_GRACE CATALOGSYNC_S3_ENDPOINT CATALOGSYNC_S3_BUCKET
+		CATALOGSYNC_S3_REGION CATALOGSYNC_S3_PREFIX CATALOGSYNC_S3_PATH_STYLE CATALOGSYNC_S3_STALL_TIMEOUT`)
+	re := regexp.MustCompile(`CATALOGSYNC_[A-Z0-9_]*[A-Z0-9]`)
+	for _, glob := range []string{"../../deploy/*/*.yaml", "../../deploy/*/*.env", "../../Dockerfile"} {
+		files, _ := filepath.Glob(glob)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, re.FindAllString(string(b), -1)...)
+		}
+	}
+	for _, e := range want {
+		if !declared[e] {
+			t.Errorf("%s is no longer read", e)
+		}
+	}
+}
+
+// The README's table is what the declarations generate; run
+// `go run ./cmd/catalogsync docs --readme README.md` after changing one.
+func TestReadmeTableIsGenerated(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := settingsTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := replaceTable(b, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(b) {
+		t.Fatal("README.md's configuration table differs from the declarations: go run ./cmd/catalogsync docs --readme README.md")
+	}
+}
