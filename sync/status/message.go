@@ -60,7 +60,7 @@ func successMessage(r *pipeline.Result) string {
 // status.
 func failureMessage(e *pipeline.Error) string {
 	var b strings.Builder
-	b.WriteString(e.Reason)
+	b.WriteString(string(e.Reason))
 	if e.Phase != "" && e.Phase != pipeline.PhaseFailed {
 		b.WriteString(" while ")
 		b.WriteString(strings.ToLower(string(e.Phase)))
