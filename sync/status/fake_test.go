@@ -189,6 +189,12 @@ func (f *fakeCluster) touch() {
 	f.rv++
 }
 
+func (f *fakeCluster) setPointerErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ptrErr = err
+}
+
 func (f *fakeCluster) setFail(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -225,7 +231,13 @@ const (
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{t: t, fc: newFakeCluster("cat", testImage), now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	return newRigOn(t, newFakeCluster("cat", testImage))
+}
+
+// newRigOn is a new Writer (a restarted process) on fc.
+func newRigOn(t *testing.T, fc *fakeCluster) *rig {
+	t.Helper()
+	r := &rig{t: t, fc: fc, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	w, err := NewWriter(nil, nil, nil, testBaseURL, WithWriterReplica("r1"),
 		func(w *Writer) { w.res, w.view, w.now = r.fc, r.fc, r.clock })
 	if err != nil {

@@ -300,3 +300,53 @@ func TestRenderConflictIsRecomputed(t *testing.T) {
 		t.Errorf("stats %+v, want 1 conflict and no failures", s)
 	}
 }
+
+// A wait for a sync slot is shown (a wait on a lease whose holder renews
+// it is not: the holder reports the catalog), and the sync that follows a
+// shown wait is shown at once, not after the quiet period.
+func TestRenderWaitIsShown(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	published(r, digest1, pipeline.ActionPublished)
+	r.mustWrite()
+	n := r.fc.statusApplies()
+	r.advance(time.Minute)
+	r.w.ObserveWait(pipeline.Wait{Catalog: "cat", Reason: pipeline.WaitLease, Holder: "r2", Time: r.clock()})
+	r.mustWrite()
+	if got := r.fc.statusApplies(); got != n {
+		t.Fatalf("%d applies for a wait on a live lease holder, want none; Progressing %q", got-n, r.cond(TypeProgressing).Message)
+	}
+	r.w.ObserveWait(pipeline.Wait{Catalog: "cat", Reason: pipeline.WaitSlot, Detail: "4 of 4 in use", Time: r.clock()})
+	r.mustWrite()
+	checkCond(t, r, TypeProgressing, metav1.ConditionTrue, ReasonSucceeded, "Waiting for a free sync slot (4 of 4 in use)")
+	r.advance(5 * time.Second)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	if wait := r.mustWrite(); wait != 0 {
+		t.Errorf("asked to wait %v after a shown wait, want 0", wait)
+	}
+	checkCond(t, r, TypeProgressing, metav1.ConditionTrue, ReasonSucceeded, "Resolving "+testImage)
+}
+
+// A Writer that cannot read the pointer keeps the serving fields the
+// status has, rather than dropping them from its apply.
+func TestRenderUnreadablePointerKeepsServing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.mustWrite()
+	before := r.fc.status()
+	r.fc.setPointerErr(errors.New("storage is away"))
+	r2 := newRigOn(t, r.fc)
+	r2.advance(time.Minute)
+	r2.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	if wait := r2.mustWrite(); wait <= 0 {
+		t.Errorf("asked to wait %v after a failed pointer read, want a retry delay", wait)
+	}
+	checkCond(t, r2, TypeProgressing, metav1.ConditionTrue, ReasonSucceeded, "Resolving "+testImage)
+	after := r2.fc.status()
+	if !sameServing(before, after) {
+		t.Errorf("serving fields changed from\n%s\nto\n%s", jsonOf(before), jsonOf(after))
+	}
+}
