@@ -52,6 +52,29 @@ func (c *checker) fail(rule, path, pkg, format string, args ...any) {
 // of those stages rather than the first.
 func (v *Validator) Validate() error {
 	c := &checker{errs: slices.Clone(v.errs)}
+	v.loadProblems(c)
+	pkgs := v.convertPackages(c)
+	v.convertChannels(c, pkgs)
+	v.convertBundles(c, pkgs)
+	names := sortedKeys(pkgs)
+	for _, name := range names {
+		finishPackage(c, pkgs[name])
+	}
+	v.convertDeprecations(c, pkgs)
+	if len(c.errs) == 0 {
+		for _, name := range names {
+			validatePackage(c, pkgs[name])
+		}
+	}
+	if len(c.errs) == 0 {
+		return nil
+	}
+	return joinErrors(c.errs)
+}
+
+// loadProblems reports what loading found wrong with each object: fields
+// of the wrong type, and bundle object values opm cannot read.
+func (v *Validator) loadProblems(c *checker) {
 	for _, k := range []struct {
 		kind  string
 		items []item
@@ -69,30 +92,20 @@ func (v *Validator) Validate() error {
 			}
 		}
 	}
-	pkgs := v.convertPackages(c)
-	v.convertChannels(c, pkgs)
-	v.convertBundles(c, pkgs)
-	names := sortedKeys(pkgs)
-	for _, name := range names {
-		p := pkgs[name]
-		if len(p.lastEntries) > 0 {
-			c.fail(RuleBundleMissing, "", name, "no olm.bundle blobs found for olm.channel entries %v", sortedKeys(p.lastEntries))
-		}
-		if p.defaultChannel != "" && p.def == nil {
-			p.def = &mChannel{name: p.defaultChannel, entries: map[string]*mEntry{}}
-			p.channels[p.defaultChannel] = p.def
-		}
+}
+
+// finishPackage ends conversion's cross-object checks of a package once
+// its channels and bundles are known: the last channel's entries without
+// a bundle, and a default channel that names no channel (which becomes
+// an empty one, as in opm).
+func finishPackage(c *checker, p *mPackage) {
+	if len(p.lastEntries) > 0 {
+		c.fail(RuleBundleMissing, "", p.name, "no olm.bundle blobs found for olm.channel entries %v", sortedKeys(p.lastEntries))
 	}
-	v.convertDeprecations(c, pkgs)
-	if len(c.errs) == 0 {
-		for _, name := range names {
-			validatePackage(c, pkgs[name])
-		}
+	if p.defaultChannel != "" && p.def == nil {
+		p.def = &mChannel{name: p.defaultChannel, entries: map[string]*mEntry{}}
+		p.channels[p.defaultChannel] = p.def
 	}
-	if len(c.errs) == 0 {
-		return nil
-	}
-	return joinErrors(c.errs)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -370,23 +383,8 @@ func validateVersions(c *checker, p *mPackage) {
 // entry on that walk or skipped by some entry. It returns the violated
 // rule and its message, or "".
 func replacesChain(entries map[string]*mEntry) (rule, msg string) {
-	incoming := map[string]bool{}
-	skipped := map[string]bool{}
-	for _, e := range entries {
-		if e.Replaces != "" {
-			incoming[e.Replaces] = true
-		}
-		for _, s := range e.Skips {
-			incoming[s], skipped[s] = true, true
-		}
-	}
-	var heads []string
-	for name := range entries {
-		if !incoming[name] {
-			heads = append(heads, name)
-		}
-	}
-	switch sort.Strings(heads); {
+	heads, skipped := channelHeads(entries)
+	switch {
 	case len(heads) == 0:
 		return RuleHead, "no channel head found in graph"
 	case len(heads) > 1:
@@ -422,4 +420,26 @@ func replacesChain(entries map[string]*mEntry) (rule, msg string) {
 		return RuleStranded, "channel contains one or more stranded bundles: " + strings.Join(stranded, ", ")
 	}
 	return "", ""
+}
+
+// channelHeads returns the entries that no replaces or skips names,
+// sorted, and the names some entry skips.
+func channelHeads(entries map[string]*mEntry) (heads []string, skipped map[string]bool) {
+	incoming := map[string]bool{}
+	skipped = map[string]bool{}
+	for _, e := range entries {
+		if e.Replaces != "" {
+			incoming[e.Replaces] = true
+		}
+		for _, s := range e.Skips {
+			incoming[s], skipped[s] = true, true
+		}
+	}
+	for name := range entries {
+		if !incoming[name] {
+			heads = append(heads, name)
+		}
+	}
+	sort.Strings(heads)
+	return heads, skipped
 }

@@ -78,6 +78,12 @@ func loadKubeconfig(path string) (*rest.Config, error) {
 	if user.AuthProvider != nil {
 		return nil, fmt.Errorf("%w: %s: auth-provider %q is not supported; use an exec plugin or a token", ErrKubeconfig, path, user.AuthProvider.Name)
 	}
+	return restConfig(path, cluster, user), nil
+}
+
+// restConfig is the client configuration of one kubeconfig's cluster and
+// user.
+func restConfig(path string, cluster *clientcmdapi.Cluster, user *clientcmdapi.AuthInfo) *rest.Config {
 	// Relative file names are relative to the kubeconfig, as kubectl reads them.
 	dir := filepath.Dir(path)
 	rel := func(p string) string {
@@ -112,5 +118,5 @@ func loadKubeconfig(path string) (*rest.Config, error) {
 		ex.StdinUnavailable = true
 		cfg.ExecProvider = &ex
 	}
-	return cfg, nil
+	return cfg
 }

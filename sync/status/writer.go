@@ -54,9 +54,8 @@ var (
 // the resourceVersion it was computed from, so a stale view is refused
 // (and recomputed) instead of moving the status back.
 type Writer struct {
-	res      dynamic.NamespaceableResourceInterface
-	src      *Source
-	store    storage.Store
+	res      applier
+	view     catalogView
 	baseURL  string
 	manager  string
 	replica  string
@@ -156,9 +155,7 @@ func NewWriter(client dynamic.Interface, src *Source, store storage.Store, baseU
 	}
 	host, _ := os.Hostname()
 	w := &Writer{
-		res:      client.Resource(GVR),
-		src:      src,
-		store:    store,
+		view:     clusterView{src: src, store: store},
 		baseURL:  strings.TrimRight(baseURL, "/"),
 		manager:  DefaultFieldManager,
 		replica:  cmp.Or(host, "catalogsync"),
@@ -171,14 +168,47 @@ func NewWriter(client dynamic.Interface, src *Source, store storage.Store, baseU
 		now:      time.Now,
 		entries:  map[string]*entry{},
 	}
+	if client != nil { // nil only in this package's tests, with fakes
+		w.res = client.Resource(GVR)
+	}
 	for _, fn := range opts {
 		fn(w)
 	}
 	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](w.backoff.Min, w.backoff.Max),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "clustercatalog-status"})
-	src.subscribe(w.sourceEvent)
+	if src != nil {
+		src.subscribe(w.sourceEvent)
+	}
 	return w, nil
+}
+
+// applier is what the Writer asks of the apiserver: server-side apply of
+// a ClusterCatalog's status, and of its labels.
+type applier interface {
+	ApplyStatus(ctx context.Context, name string, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (*unstructured.Unstructured, error)
+	Apply(ctx context.Context, name string, obj *unstructured.Unstructured, opts metav1.ApplyOptions, subresources ...string) (*unstructured.Unstructured, error)
+}
+
+// catalogView is what the Writer reads: a ClusterCatalog as last seen,
+// and its published pointer (storage.ErrNotExist when there is none).
+type catalogView interface {
+	get(name string) (object, bool)
+	pointer(ctx context.Context, name string) (catalog.Pointer, error)
+}
+
+// clusterView reads ClusterCatalogs from a Source and pointers from a
+// store.
+type clusterView struct {
+	src   *Source
+	store storage.Store
+}
+
+func (v clusterView) get(name string) (object, bool) { return v.src.get(name) }
+
+func (v clusterView) pointer(ctx context.Context, name string) (catalog.Pointer, error) {
+	p, _, err := catalog.Current(ctx, v.store, name)
+	return p, err
 }
 
 // progressManager owns the Progressing condition this replica writes.
@@ -286,53 +316,65 @@ func (w *Writer) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer w.queue.Done(name)
-	o, ok := w.src.get(name)
+	en, wait, err := w.write(ctx, name)
+	if en == nil || ctx.Err() != nil {
+		return true
+	}
+	w.requeue(ctx, en, wait, err)
+	return true
+}
+
+// write brings one catalog's status up to date, or says how long to wait
+// before it may. It returns a nil entry for a catalog that is gone.
+func (w *Writer) write(ctx context.Context, name string) (*entry, time.Duration, error) {
+	o, ok := w.view.get(name)
 	if !ok {
 		w.mu.Lock()
 		delete(w.entries, name) // a catalog created again gets a new one
 		w.mu.Unlock()
 		w.queue.Forget(name)
-		return true
+		return nil, 0, nil
 	}
 	w.mu.Lock()
 	en := w.entryLocked(name)
 	w.mu.Unlock()
 	wait, err := w.step(ctx, en, o)
-	if ctx.Err() != nil {
-		return true
-	}
+	return en, wait, err
+}
+
+// requeue queues the catalog again after a write: with the per-item
+// backoff after a failure, after wait otherwise.
+func (w *Writer) requeue(ctx context.Context, en *entry, wait time.Duration, err error) {
 	switch {
 	case errors.Is(err, errConflict):
 		// Our view was stale; the informer brings the newer one.
-		w.queue.AddRateLimited(name)
+		w.queue.AddRateLimited(en.name)
 	case err != nil:
 		// NotFound too: right after an apiserver restart the resource
 		// is not served yet. A real deletion reaches us through the
 		// informer.
 		en.failures++
-		w.logFailure(ctx, en.failures, "status update failed, retrying", "catalog", name, "err", err)
-		w.queue.AddRateLimited(name)
+		w.logFailure(ctx, en.failures, "status update failed, retrying", "catalog", en.name, "err", err)
+		w.queue.AddRateLimited(en.name)
 	default:
 		if en.failures > 0 {
-			w.log.Info("status updated after failures", "catalog", name, "failures", en.failures)
+			w.log.Info("status updated after failures", "catalog", en.name, "failures", en.failures)
 			en.failures = 0
 		}
-		w.queue.Forget(name)
+		w.queue.Forget(en.name)
 		if wait > 0 {
-			w.queue.AddAfter(name, wait)
+			w.queue.AddAfter(en.name, wait)
 		}
 	}
-	return true
 }
 
 // Observe records a sync event; a worker applies it. It only takes a
 // lock, so it never holds up the sync.
 func (w *Writer) Observe(e pipeline.Event) {
-	o, ok := w.src.get(e.Catalog)
+	o, ok := w.view.get(e.Catalog)
 	if !ok {
 		return // not a ClusterCatalog (any more): nothing to report on
 	}
-	cat := o.cat
 	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -344,56 +386,72 @@ func (w *Writer) Observe(e pipeline.Event) {
 	}
 	en.waiting = nil
 	if en.live == nil && !e.Terminal() {
-		// A new sync. If the catalog has settled at this generation, its
-		// first moments stay unshown: most repeats end within them.
-		en.attemptGen, en.attemptStart = cat.Generation, e.Time
-		en.holdUntil, en.late = time.Time{}, false
-		// After a wait was shown, the sync must show that it runs.
-		if settled, _ := w.settledLocked(en, o); settled && !en.waitShown {
-			en.holdUntil = now.Add(w.quiet)
-		}
-		en.waitShown = false
+		w.startAttemptLocked(en, o, e.Time, now)
 	}
-	gen := cat.Generation
+	gen := o.cat.Generation
 	if en.live != nil {
 		gen = en.attemptGen
 	}
-	switch e.Phase {
-	case pipeline.PhasePublished:
+	if e.Terminal() {
+		en.outcome, en.live, en.endedAt = outcomeOf(e, gen), nil, e.Time
+		en.ptrStale = true
+	} else {
+		// The outcome before this sync gives the reason: the vocabulary
+		// has none for "running", and after a failure every sync is a
+		// retry.
+		_, failedBefore := w.settledLocked(en, o)
+		en.live = liveProgress(o.cat.Image, e, gen, failedBefore)
+	}
+	w.signal(en)
+}
+
+// startAttemptLocked notes a new sync. If the catalog has settled at this
+// generation, its first moments stay unshown: most repeats end within
+// them.
+func (w *Writer) startAttemptLocked(en *entry, o object, start, now time.Time) {
+	en.attemptGen, en.attemptStart = o.cat.Generation, start
+	en.holdUntil, en.late = time.Time{}, false
+	// After a wait was shown, the sync must show that it runs.
+	if settled, _ := w.settledLocked(en, o); settled && !en.waitShown {
+		en.holdUntil = now.Add(w.quiet)
+	}
+	en.waitShown = false
+}
+
+// outcomeOf is the Progressing condition a sync's end asks for: True/
+// Succeeded, True/Retrying after a retryable failure, False/Blocked after
+// a terminal one.
+func outcomeOf(e pipeline.Event, gen int64) *progress {
+	if e.Phase == pipeline.PhasePublished {
 		p := &progress{status: metav1.ConditionTrue, reason: ReasonSucceeded, generation: gen, key: "succeeded"}
 		if e.Result != nil {
 			p.digest = e.Result.Digest
 			p.message = successMessage(e.Result)
 			p.upToDate = e.Result.Action == pipeline.ActionUpToDate
 		}
-		en.outcome, en.live, en.endedAt = p, nil, e.Time
-		en.ptrStale = true
-	case pipeline.PhaseFailed:
-		p := &progress{status: metav1.ConditionTrue, reason: ReasonRetrying, generation: gen, key: "failed", failed: true}
-		if e.Err != nil {
-			p.message = failureMessage(e.Err)
-			if !e.Err.Retryable {
-				p.status, p.reason = metav1.ConditionFalse, ReasonBlocked
-			}
-		}
-		en.outcome, en.live, en.endedAt = p, nil, e.Time
-		en.ptrStale = true
-	default:
-		// The outcome before this sync gives the reason: the vocabulary
-		// has none for "running", and after a failure every sync is a
-		// retry.
-		_, failedBefore := w.settledLocked(en, o)
-		p := &progress{status: metav1.ConditionTrue, reason: ReasonSucceeded, generation: gen,
-			key: string(e.Phase), message: progressMessage(cat.Image, e)}
-		if failedBefore {
-			p.reason = ReasonRetrying
-		}
-		if e.Phase == pipeline.PhasePulling {
-			p.key = fmt.Sprintf("%s/%d", e.Phase, e.Layer)
-		}
-		en.live = p
+		return p
 	}
-	w.signal(en)
+	p := &progress{status: metav1.ConditionTrue, reason: ReasonRetrying, generation: gen, key: "failed", failed: true}
+	if e.Err != nil {
+		p.message = failureMessage(e.Err)
+		if !e.Err.Retryable {
+			p.status, p.reason = metav1.ConditionFalse, ReasonBlocked
+		}
+	}
+	return p
+}
+
+// liveProgress is the Progressing condition of a running sync's phase.
+func liveProgress(image string, e pipeline.Event, gen int64, failedBefore bool) *progress {
+	p := &progress{status: metav1.ConditionTrue, reason: ReasonSucceeded, generation: gen,
+		key: string(e.Phase), message: progressMessage(image, e)}
+	if failedBefore {
+		p.reason = ReasonRetrying
+	}
+	if e.Phase == pipeline.PhasePulling {
+		p.key = fmt.Sprintf("%s/%d", e.Phase, e.Layer)
+	}
+	return p
 }
 
 // ObserveWait records that a sync waits (for a slot, the registry's rate,
@@ -401,7 +459,7 @@ func (w *Writer) Observe(e pipeline.Event) {
 // within a second. A wait on a live holder's lease is not shown: the
 // holder reports the catalog.
 func (w *Writer) ObserveWait(wt pipeline.Wait) {
-	o, ok := w.src.get(wt.Catalog)
+	o, ok := w.view.get(wt.Catalog)
 	if !ok {
 		return
 	}
@@ -466,7 +524,7 @@ func (w *Writer) settledLocked(en *entry, o object) (settled, failed bool) {
 
 // sourceEvent hears of every change of a ClusterCatalog (and resyncs).
 func (w *Writer) sourceEvent(name string) {
-	o, exists := w.src.get(name)
+	o, exists := w.view.get(name)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	en := w.entries[name]
@@ -510,46 +568,15 @@ func (w *Writer) step(ctx context.Context, en *entry, o object) (time.Duration, 
 	if w.leftAlone(ctx, en, o) {
 		return 0, nil
 	}
-	var wait time.Duration
-	soonest := func(d time.Duration) {
-		if d > 0 && (wait == 0 || d < wait) {
-			wait = d
-		}
-	}
+	var wait soonest
 	if d, err := w.refreshPointer(ctx, en); err != nil {
-		soonest(d)
+		wait.add(d)
 	}
-	w.mu.Lock()
-	needLabel := !o.labeled && !en.labelDone
-	w.mu.Unlock()
-	if needLabel && !w.now().Before(en.labelRetry) {
-		// The label is a convenience: failing to set it must not hold
-		// the status back.
-		if err := w.applyLabel(ctx, en); err != nil {
-			d := w.backoff.Delay(en.labelFailures, 0)
-			en.labelFailures++
-			en.labelRetry = w.now().Add(d)
-			w.logFailure(ctx, en.labelFailures, "set metadata.name label", "catalog", en.name, "err", err)
-			soonest(d)
-		} else {
-			en.labelFailures = 0
-		}
-	}
-
-	w.mu.Lock()
-	now := w.now()
-	base, rv := en.applied, en.appliedRV
-	if base == nil {
-		base, rv = o.status, o.rv
-	}
-	endedAt := en.endedAt
-	serv := w.renderServingLocked(en, o, base, now)
-	prog, key, hold := w.renderProgressLocked(en, o, base, now)
-	w.mu.Unlock()
-	soonest(hold)
-
-	writeServ := !sameServing(serv, base)
-	if writeServ && digestOf(serv) != digestOf(base) && now.Sub(en.ptr.readAt) > time.Second {
+	wait.add(w.ensureLabel(ctx, en, o))
+	r := w.render(en, o)
+	wait.add(r.hold)
+	writeServ := !sameServing(r.serv, r.base)
+	if writeServ && digestOf(r.serv) != digestOf(r.base) && r.now.Sub(en.ptr.readAt) > time.Second {
 		// Before the digest on the status changes, read the pointer
 		// again: a view older than another replica's would move the
 		// status back.
@@ -560,34 +587,101 @@ func (w *Writer) step(ctx context.Context, en *entry, o object) (time.Duration, 
 	}
 	// Progressing first: a reader that sees the new Serving sees how the
 	// sync that made it ended.
-	if prog != nil && !sameProgressing(prog, base) {
-		if next := en.appliedAt.Add(w.interval); key == en.appliedKey && now.Before(next) {
-			soonest(next.Sub(now))
-		} else {
-			got, err := w.apply(ctx, en, w.progressManager(), rv, &Status{Conditions: []metav1.Condition{*prog}})
-			if err != nil {
-				return 0, err
-			}
-			base, rv = got.status, got.rv
-			en.appliedAt = now
-			if strings.HasPrefix(key, "wait/") {
-				w.mu.Lock()
-				en.waitShown = true
-				w.mu.Unlock()
-			}
-			w.markFlushed(en, endedAt, key)
-		}
-	} else {
-		w.markFlushed(en, endedAt, key)
+	d, err := w.writeProgressing(ctx, en, &r)
+	if err != nil {
+		return 0, err
 	}
+	wait.add(d)
 	if writeServ {
 		// Computed against the status before our Progressing apply,
 		// which touched no field of it.
-		if _, err := w.apply(ctx, en, w.manager, rv, serv); err != nil {
+		if _, err := w.apply(ctx, en, w.manager, r.rv, r.serv); err != nil {
 			return 0, err
 		}
 	}
-	return wait, nil
+	return time.Duration(wait), nil
+}
+
+// soonest keeps the shortest positive wait added.
+type soonest time.Duration
+
+func (s *soonest) add(d time.Duration) {
+	if d > 0 && (*s == 0 || d < time.Duration(*s)) {
+		*s = soonest(d)
+	}
+}
+
+// ensureLabel sets the metadata.name label where it is missing, and
+// returns how long to wait before trying again after a failure. The label
+// is a convenience: failing to set it must not hold the status back.
+func (w *Writer) ensureLabel(ctx context.Context, en *entry, o object) time.Duration {
+	w.mu.Lock()
+	needLabel := !o.labeled && !en.labelDone
+	w.mu.Unlock()
+	if !needLabel || w.now().Before(en.labelRetry) {
+		return 0
+	}
+	if err := w.applyLabel(ctx, en); err != nil {
+		d := w.backoff.Delay(en.labelFailures, 0)
+		en.labelFailures++
+		en.labelRetry = w.now().Add(d)
+		w.logFailure(ctx, en.labelFailures, "set metadata.name label", "catalog", en.name, "err", err)
+		return d
+	}
+	en.labelFailures = 0
+	return 0
+}
+
+// rendered is the status a step computed, and what it was computed from.
+type rendered struct {
+	now     time.Time
+	base    *Status // the status the server has, as far as known
+	rv      string  // its resourceVersion
+	endedAt time.Time
+	serv    *Status           // the fields that follow from the pointer
+	prog    *metav1.Condition // this replica's Progressing, nil if nothing to say
+	key     string            // the kind of state prog shows
+	hold    time.Duration     // how long a new sync is still held back
+}
+
+// render computes the status of one catalog from what is known now.
+func (w *Writer) render(en *entry, o object) rendered {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := rendered{now: w.now(), base: en.applied, rv: en.appliedRV, endedAt: en.endedAt}
+	if r.base == nil {
+		r.base, r.rv = o.status, o.rv
+	}
+	r.serv = w.renderServingLocked(en, o, r.base, r.now)
+	r.prog, r.key, r.hold = w.renderProgressLocked(en, o, r.base, r.now)
+	return r
+}
+
+// writeProgressing applies r's Progressing condition when it changed, at
+// most every MinInterval for updates of the same state (byte counts), and
+// says how long to wait for the next. On success r's base and rv are the
+// status the apply returned.
+func (w *Writer) writeProgressing(ctx context.Context, en *entry, r *rendered) (time.Duration, error) {
+	if r.prog == nil || sameProgressing(r.prog, r.base) {
+		w.markFlushed(en, r.endedAt, r.key)
+		return 0, nil
+	}
+	if next := en.appliedAt.Add(w.interval); r.key == en.appliedKey && r.now.Before(next) {
+		return next.Sub(r.now), nil
+	}
+	got, err := w.apply(ctx, en, w.progressManager(), r.rv, &Status{Conditions: []metav1.Condition{*r.prog}})
+	if err != nil {
+		return 0, err
+	}
+	r.base, r.rv = got.status, got.rv
+	en.appliedAt = r.now
+	if strings.HasPrefix(r.key, "wait/") {
+		w.mu.Lock()
+		en.waitShown = true
+		w.mu.Unlock()
+	}
+	w.markFlushed(en, r.endedAt, r.key)
+	return 0, nil
 }
 
 // markFlushed notes that the status shows the state of key, and the end
@@ -640,7 +734,7 @@ func (w *Writer) logFailure(ctx context.Context, failures int, msg string, args 
 func (w *Writer) readPointer(ctx context.Context, en *entry) error {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	p, _, err := catalog.Current(ctx, w.store, en.name)
+	p, err := w.view.pointer(ctx, en.name)
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
 		en.ptr = pointerState{known: true, readAt: w.now()}
@@ -871,9 +965,14 @@ func (w *Writer) applyLabel(ctx context.Context, en *entry) error {
 		return fmt.Errorf("apply label of %s: %w", en.name, err)
 	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.stats.Labels++
 	en.labelDone = true
 	en.ours = append(en.ours, got.GetResourceVersion())
-	w.mu.Unlock()
+	// The answer is the object with its status: the status apply that
+	// follows starts from it, not from the version before the label.
+	if o, err := parseObject(got); err == nil {
+		en.applied, en.appliedRV = cmp.Or(o.status, &Status{}), o.rv
+	}
 	return nil
 }
