@@ -180,3 +180,28 @@ func TestLinkHopLimit(t *testing.T) {
 		t.Fatalf("16 links: %v", err)
 	}
 }
+
+// An opaque marker at the image root hides every lower layer, the catalog
+// directory included.
+func TestOpaqueImageRoot(t *testing.T) {
+	base := layer(t, ent{name: "configs/old.yaml", body: "o"})
+	upper := layer(t, ent{name: ".wh..wh..opq"}, ent{name: "configs/new.yaml", body: "n"})
+	got, _, err := run(t, "configs", Limits{}, base, upper)
+	if err != nil || !reflect.DeepEqual(got, map[string]string{"new.yaml": "n"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
+
+// Directories merge across layers: an upper layer's directory entries
+// (which most layers carry) do not hide the files of lower layers in them.
+func TestDirectoriesMergeAcrossLayers(t *testing.T) {
+	base := layer(t, ent{name: "configs/", typ: tar.TypeDir}, ent{name: "configs/pkg/", typ: tar.TypeDir},
+		ent{name: "configs/pkg/old.yaml", body: "o"}, ent{name: "configs/top.yaml", body: "t"})
+	upper := layer(t, ent{name: "configs/", typ: tar.TypeDir}, ent{name: "configs/pkg/", typ: tar.TypeDir},
+		ent{name: "configs/pkg/new.yaml", body: "n"})
+	got, _, err := run(t, "configs", Limits{}, base, upper)
+	want := map[string]string{"pkg/old.yaml": "o", "pkg/new.yaml": "n", "top.yaml": "t"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
