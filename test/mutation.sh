@@ -6,7 +6,15 @@
 #   test/mutation.sh [package...]     default: the critical packages below
 #
 # Writes mutation/<package>.json (gremlins' results) and prints a table per
-# package; the mutants that survived go to mutation/survivors.txt.
+# package; the mutants that survived go to mutation/survivors.txt, those no
+# -short test reaches to mutation/not-covered.txt. Only the package's own
+# files are mutated, not its subpackages'. See docs/testing.md.
+#
+#   MUTATION_WORKERS=2       mutants tested at once
+#   MUTATION_TIMEOUT=10      a mutant's test run times out after this many
+#                            times the unmutated run (which includes a build)
+#   MUTATION_EXCLUDE='re..'  space-separated regexps of the package's files
+#                            not to mutate (e.g. 'gc.go browse.go')
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,8 +39,13 @@ for p in "${pkgs[@]}"; do
   echo "== $p" >&2
   # Each mutant runs the package's -short tests; timeouts count as killed
   # (the test noticed something hung).
-  GOFLAGS=-short "$bin" unleash --workers "${MUTATION_WORKERS:-2}" --timeout-coefficient 10 \
+  excl=(-E /)  # file paths are relative to the package: a "/" is a subpackage
+  read -ra more <<<"${MUTATION_EXCLUDE:-}"
+  for e in ${more[@]+"${more[@]}"}; do excl+=(-E "$e"); done
+  GOFLAGS=-short "$bin" unleash --workers "${MUTATION_WORKERS:-2}" \
+    --timeout-coefficient "${MUTATION_TIMEOUT:-10}" "${excl[@]}" \
     --invert-logical --invert-loopctrl -o "$f" "./$p" >"$out/$(echo "$p" | tr / _).log" 2>&1 || true
   results+=("$p=$f")
 done
-go run ./test/mutation/report -survivors "$out/survivors.txt" "${results[@]}"
+go run ./test/mutation/report -survivors "$out/survivors.txt" \
+  -not-covered "$out/not-covered.txt" "${results[@]}"

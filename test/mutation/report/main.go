@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"slices"
@@ -31,7 +30,7 @@ type results struct {
 // score counts one package's mutants by outcome.
 type score struct {
 	killed, lived, timedOut, notCovered, notViable int
-	survivors                                      []string
+	survivors, uncovered                           []string
 }
 
 // efficacy is killed (timeouts included) over killed and lived.
@@ -65,19 +64,22 @@ func read(pkg, file string) (score, error) {
 				s.timedOut++
 			case "NOT COVERED":
 				s.notCovered++
+				s.uncovered = append(s.uncovered, fmt.Sprintf("%s:%d:%d %s", path.Join(pkg, f.Name), m.Line, m.Column, m.Type))
 			case "NOT VIABLE":
 				s.notViable++
 			}
 		}
 	}
 	slices.Sort(s.survivors)
+	slices.Sort(s.uncovered)
 	return s, nil
 }
 
 func main() {
 	survivors := flag.String("survivors", "", "write the surviving mutants to this file")
+	notCovered := flag.String("not-covered", "", "write the mutants no test reaches to this file")
 	flag.Parse()
-	var all []string
+	var all, uncovered []string
 	fmt.Println("| package | killed | timed out | lived | not covered | efficacy |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, arg := range flag.Args() {
@@ -93,15 +95,26 @@ func main() {
 		}
 		fmt.Printf("| %s | %d | %d | %d | %d | %.1f%% |\n", pkg, s.killed, s.timedOut, s.lived, s.notCovered, s.efficacy())
 		all = append(all, s.survivors...)
+		uncovered = append(uncovered, s.uncovered...)
 	}
-	if *survivors == "" {
-		return
+	for _, out := range []struct {
+		file  string
+		lines []string
+	}{{*survivors, all}, {*notCovered, uncovered}} {
+		if out.file == "" {
+			continue
+		}
+		if err := writeLines(out.file, out.lines); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
 	}
-	f, err := os.Create(*survivors)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "report:", err)
-		os.Exit(1)
+}
+
+func writeLines(file string, lines []string) error {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l + "\n")
 	}
-	defer f.Close()
-	io.WriteString(f, strings.Join(all, "\n")+"\n")
+	return os.WriteFile(file, []byte(b.String()), 0o644)
 }
