@@ -50,6 +50,7 @@ package catalog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -206,8 +207,10 @@ type gcRun struct {
 	grace time.Duration
 	// unconfigured is how long an unlisted catalog must be untouched.
 	unconfigured time.Duration
-	log          *slog.Logger
-	rep          GCReport
+	// keepNewest is how many newest digests stay whatever their age.
+	keepNewest int
+	log        *slog.Logger
+	rep        GCReport
 	// deletes run in order once everything is planned.
 	deletes []func(context.Context) error
 }
@@ -216,11 +219,35 @@ type gcRun struct {
 // deleted and kept. It stops at the first store failure, returning what it
 // did so far.
 func GC(ctx context.Context, s storage.Store, opts GCOptions) (GCReport, error) {
-	r := &gcRun{s: s, o: opts, log: opts.Log}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
+	r := newGCRun(s, opts)
+	infos, err := s.List(ctx, keyRoot)
+	if err != nil {
+		return r.rep, fmt.Errorf("catalog: gc: %w", err)
 	}
-	r.now = time.Now()
+	hints, err := r.plan(ctx, gcGroup(infos))
+	if err != nil {
+		return r.rep, err
+	}
+	for _, del := range r.deletes {
+		if err := del(ctx); err != nil {
+			return r.rep, err
+		}
+	}
+	if err := r.leftovers(ctx, hints); err != nil {
+		return r.rep, err
+	}
+	for _, it := range r.rep.Deleted {
+		r.rep.DeletedBytes += it.Bytes
+	}
+	for _, it := range r.rep.Kept {
+		r.rep.KeptBytes += it.Bytes
+	}
+	return r.rep, nil
+}
+
+// newGCRun resolves opts' zero values to the defaults.
+func newGCRun(s storage.Store, opts GCOptions) *gcRun {
+	r := &gcRun{s: s, o: opts, log: cmp.Or(opts.Log, slog.New(slog.DiscardHandler)), now: time.Now()}
 	if opts.Now != nil {
 		r.now = opts.Now()
 	}
@@ -237,32 +264,38 @@ func GC(ctx context.Context, s storage.Store, opts GCOptions) (GCReport, error) 
 	case opts.UnconfiguredAge > 0:
 		r.unconfigured = max(r.grace, opts.UnconfiguredAge)
 	}
-	keep := opts.Keep
+	r.keepNewest = opts.Keep
 	switch {
-	case keep == 0:
-		keep = DefaultKeep
-	case keep < 0:
-		keep = 0
+	case r.keepNewest == 0:
+		r.keepNewest = DefaultKeep
+	case r.keepNewest < 0:
+		r.keepNewest = 0
 	}
 	r.rep = GCReport{DryRun: opts.DryRun, Deleted: []GCItem{}, Kept: []GCItem{}}
+	return r
+}
 
-	infos, err := s.List(ctx, keyRoot)
-	if err != nil {
-		return r.rep, fmt.Errorf("catalog: gc: %w", err)
-	}
-	cats := gcGroup(infos)
-	var configured map[string]bool
+// configured returns the listed catalogs as a set, nil when every catalog
+// counts as listed (no list given, or an empty one: see GCOptions).
+func (r *gcRun) configured() map[string]bool {
 	switch {
-	case opts.Catalogs != nil && len(opts.Catalogs) == 0:
+	case r.o.Catalogs != nil && len(r.o.Catalogs) == 0:
 		r.problem("the catalog list is empty: no catalog deleted for being unconfigured")
-	case opts.Catalogs != nil:
-		configured = map[string]bool{}
-		for _, n := range opts.Catalogs {
+	case r.o.Catalogs != nil:
+		configured := map[string]bool{}
+		for _, n := range r.o.Catalogs {
 			configured[n] = true
 		}
+		return configured
 	}
+	return nil
+}
+
+// plan decides, catalog by catalog, what goes and what stays, queueing
+// the deletes; it returns the keys whose leftovers to look for.
+func (r *gcRun) plan(ctx context.Context, cats map[string]*gcCatalog) (hints []string, err error) {
+	configured := r.configured()
 	var pool []*gcCandidate
-	var hints []string
 	for _, name := range gcSortedKeys(cats) {
 		c := cats[name]
 		if !ValidName(name) {
@@ -279,39 +312,31 @@ func GC(ctx context.Context, s storage.Store, opts GCOptions) (GCReport, error) 
 		}
 		cands, err := r.planCatalog(ctx, c)
 		if err != nil {
-			return r.rep, err
+			return nil, err
 		}
-		// The newest keep stay (the size cap may still take them);
-		// older ones go once out of grace.
-		for i, cd := range cands {
-			switch {
-			case i < keep:
-				cd.reason = GCRecent
-				pool = append(pool, cd)
-			case r.pastGrace(cd.since):
-				r.planContent(cd, GCOld)
-			default:
-				cd.reason = GCInGrace
-				pool = append(pool, cd)
-			}
-		}
+		pool = append(pool, r.planAge(cands)...)
 	}
 	r.capSize(pool)
-	for _, del := range r.deletes {
-		if err := del(ctx); err != nil {
-			return r.rep, err
+	return hints, nil
+}
+
+// planAge keeps the newest r.keepNewest candidates and those in grace (the size
+// cap may still take them, so they are returned as its pool); older ones
+// go.
+func (r *gcRun) planAge(cands []*gcCandidate) (pool []*gcCandidate) {
+	for i, cd := range cands {
+		switch {
+		case i < r.keepNewest:
+			cd.reason = GCRecent
+			pool = append(pool, cd)
+		case r.pastGrace(cd.since):
+			r.planContent(cd, GCOld)
+		default:
+			cd.reason = GCInGrace
+			pool = append(pool, cd)
 		}
 	}
-	if err := r.leftovers(ctx, hints); err != nil {
-		return r.rep, err
-	}
-	for _, it := range r.rep.Deleted {
-		r.rep.DeletedBytes += it.Bytes
-	}
-	for _, it := range r.rep.Kept {
-		r.rep.KeptBytes += it.Bytes
-	}
-	return r.rep, nil
+	return pool
 }
 
 func gcSortedKeys[V any](m map[string]V) []string {
@@ -451,16 +476,39 @@ func (r *gcRun) planRemoval(c *gcCatalog) {
 // returns its non-current complete content, newest first, for the caller
 // to apply Keep.
 func (r *gcRun) planCatalog(ctx context.Context, c *gcCatalog) ([]*gcCandidate, error) {
-	// The pointer is read now, not taken from the listing: it may have
-	// been published or swapped since.
-	var cur Pointer
-	var swap time.Time
+	cur, swap, ok, err := r.current(ctx, c)
+	if !ok || err != nil {
+		return nil, err
+	}
+	var cands []*gcCandidate
+	for _, dir := range gcSortedKeys(c.dirs) {
+		cd, err := r.candidate(ctx, c, c.dirs[dir], cur.Digest, swap)
+		if err != nil {
+			return nil, err
+		}
+		if cd != nil {
+			cands = append(cands, cd)
+		}
+	}
+	slices.SortFunc(cands, func(a, b *gcCandidate) int {
+		if c := b.created.Compare(a.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.dir.digest, b.dir.digest)
+	})
+	return cands, nil
+}
+
+// current reads c's pointer now, not from the listing (it may have been
+// published or swapped since), and the time of its last swap; ok is false
+// when the catalog is to be left alone.
+func (r *gcRun) current(ctx context.Context, c *gcCatalog) (cur Pointer, swap time.Time, ok bool, err error) {
 	p, etag, err := Current(ctx, r.s, c.name)
 	switch {
 	case err == nil:
 		cur = p
 		if swap, err = r.swapTime(ctx, c.name, etag); err != nil {
-			return nil, err
+			return cur, swap, false, err
 		}
 	case errors.Is(err, storage.ErrNotExist):
 		if c.current != nil {
@@ -470,76 +518,72 @@ func (r *gcRun) planCatalog(ctx context.Context, c *gcCatalog) ([]*gcCandidate, 
 		}
 	case errors.Is(err, ErrCorrupt):
 		r.problem("%s: unreadable pointer, catalog left alone: %v", c.name, err)
-		return nil, nil
+		return cur, swap, false, nil
 	default:
-		return nil, fmt.Errorf("catalog: gc: %w", err)
+		return cur, swap, false, fmt.Errorf("catalog: gc: %w", err)
 	}
 	if cur.Digest != "" {
 		if _, ok := c.dirs[strings.Replace(cur.Digest, ":", "-", 1)]; !ok {
 			// Perhaps written after the listing: look again.
 			if _, ok, err := HasContent(ctx, r.s, c.name, cur.Digest); err != nil {
-				return nil, fmt.Errorf("catalog: gc: %w", err)
+				return cur, swap, false, fmt.Errorf("catalog: gc: %w", err)
 			} else if !ok {
 				r.problem("%s: current pointer names %s, which has no complete content", c.name, cur.Digest)
 			}
 		}
 	}
-	var cands []*gcCandidate
-	for _, dir := range gcSortedKeys(c.dirs) {
-		d := c.dirs[dir]
-		it := GCItem{Catalog: c.name, Digest: d.digest, Keys: gcKeys(d.objs), Bytes: d.bytes}
-		if d.digest == cur.Digest {
-			it.Reason = GCCurrent
-			r.keep(it)
-			continue
-		}
-		it.InactiveSince = gcLater(swap, d.newest)
-		complete := d.metaKey != ""
-		var m Meta
-		if complete {
-			var err error
-			m, err = readMeta(ctx, r.s, c.name, d.digest)
-			switch {
-			case err == nil:
-			case errors.Is(err, storage.ErrNotExist):
-				// meta.json went since the listing: someone else is
-				// deleting it.
-				continue
-			case errors.Is(err, ErrFormat):
-				it.Reason = GCUnknownFormat
-				r.keep(it)
-				continue
-			case errors.Is(err, ErrCorrupt):
-				complete = false // as HasContent sees it: to be written again
-			default:
-				return nil, fmt.Errorf("catalog: gc: %w", err)
-			}
-		}
-		if !complete {
-			// Incomplete content is inactive since its last write, pointer
-			// or not: no reader can open it.
-			it.InactiveSince = d.newest
-			if r.pastGrace(d.newest) {
-				r.planDelete(c.name, d, it, GCIncomplete)
-			} else {
-				it.Reason = GCWriting
-				r.keep(it)
-			}
-			continue
-		}
-		created := m.Created
-		if created.IsZero() {
-			created = d.metaMod
-		}
-		cands = append(cands, &gcCandidate{name: c.name, dir: d, created: created, since: it.InactiveSince})
+	return cur, swap, true, nil
+}
+
+// candidate plans d, one digest of c: the current one and what cannot be
+// judged are kept, incomplete content goes once out of grace, and complete
+// content is returned as a candidate for the age and size rules.
+func (r *gcRun) candidate(ctx context.Context, c *gcCatalog, d *gcDir, current string, swap time.Time) (*gcCandidate, error) {
+	it := GCItem{Catalog: c.name, Digest: d.digest, Keys: gcKeys(d.objs), Bytes: d.bytes}
+	if d.digest == current {
+		it.Reason = GCCurrent
+		r.keep(it)
+		return nil, nil
 	}
-	slices.SortFunc(cands, func(a, b *gcCandidate) int {
-		if c := b.created.Compare(a.created); c != 0 {
-			return c
+	it.InactiveSince = gcLater(swap, d.newest)
+	complete := d.metaKey != ""
+	var m Meta
+	if complete {
+		var err error
+		m, err = readMeta(ctx, r.s, c.name, d.digest)
+		switch {
+		case err == nil:
+		case errors.Is(err, storage.ErrNotExist):
+			// meta.json went since the listing: someone else is
+			// deleting it.
+			return nil, nil
+		case errors.Is(err, ErrFormat):
+			it.Reason = GCUnknownFormat
+			r.keep(it)
+			return nil, nil
+		case errors.Is(err, ErrCorrupt):
+			complete = false // as HasContent sees it: to be written again
+		default:
+			return nil, fmt.Errorf("catalog: gc: %w", err)
 		}
-		return strings.Compare(a.dir.digest, b.dir.digest)
-	})
-	return cands, nil
+	}
+	if !complete {
+		// Incomplete content is inactive since its last write, pointer
+		// or not: no reader can open it.
+		it.InactiveSince = d.newest
+		if r.pastGrace(d.newest) {
+			r.planDelete(c.name, d, it, GCIncomplete)
+		} else {
+			it.Reason = GCWriting
+			r.keep(it)
+		}
+		return nil, nil
+	}
+	created := m.Created
+	if created.IsZero() {
+		created = d.metaMod
+	}
+	return &gcCandidate{name: c.name, dir: d, created: created, since: it.InactiveSince}, nil
 }
 
 // swapTime is when the pointer version with etag was written: the last
