@@ -386,18 +386,24 @@ func (e *Engine) finish(c pipeline.Catalog, op *Operation, res pipeline.Result, 
 		return
 	}
 	if se != nil && se.Retryable {
-		d := e.backoff.Delay(st.failures-1, se.RetryAfter)
-		st.nextRetry = e.now().Add(d)
-		name := c.Name
-		st.retry = time.AfterFunc(d, func() {
-			e.mu.Lock()
-			st.retry, st.nextRetry = nil, time.Time{}
-			e.mu.Unlock()
-			if _, err := e.Trigger(e.ctx, name, "retry"); err != nil {
-				e.log.Debug("retry dropped", "catalog", name, "err", err)
-			}
-		})
+		e.retryLocked(c.Name, st, se.RetryAfter)
 	}
+}
+
+// retryLocked plans the catalog's next attempt after a retryable failure:
+// after the backoff for its failure count, and never before the
+// registry's Retry-After.
+func (e *Engine) retryLocked(name string, st *catalogState, retryAfter time.Duration) {
+	d := e.backoff.Delay(st.failures-1, retryAfter)
+	st.nextRetry = e.now().Add(d)
+	st.retry = time.AfterFunc(d, func() {
+		e.mu.Lock()
+		st.retry, st.nextRetry = nil, time.Time{}
+		e.mu.Unlock()
+		if _, err := e.Trigger(e.ctx, name, "retry"); err != nil {
+			e.log.Debug("retry dropped", "catalog", name, "err", err)
+		}
+	})
 }
 
 // limiter returns the start-rate limiter of the image's registry.
