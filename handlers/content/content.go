@@ -410,7 +410,7 @@ func (h *Handler) writeAll(w http.ResponseWriter, r *http.Request, c *catalog.Ca
 	}
 	if r.Header.Get("Range") != "" || !h.wantGzip(r, size) {
 		w.Header().Set("ETag", etag(c, nil, false))
-		return h.serveIdentity(w, r, c.Name, mod, &lazyBody{size: size, open: func(off int64) (io.ReadCloser, error) {
+		return h.serveIdentity(w, r, c.Name, mod, true, &lazyBody{size: size, open: func(off int64) (io.ReadCloser, error) {
 			return h.store.Get(r.Context(), key, off, size-off)
 		}})
 	}
@@ -477,9 +477,10 @@ func (h *Handler) serveMetas(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) writeMetas(w http.ResponseWriter, r *http.Request, c *catalog.Catalog, q catalog.Query) error {
 	_, size := c.Count(q)
 	mod := lastModified(c)
-	if r.Header.Get("Range") != "" || !h.wantGzip(r, size) {
+	r = metasRequest(r)
+	if !h.wantGzip(r, size) {
 		w.Header().Set("ETag", etag(c, &q, false))
-		return h.serveIdentity(w, r, c.Name, mod, &lazyBody{size: size, open: func(off int64) (io.ReadCloser, error) {
+		return h.serveIdentity(w, r, c.Name, mod, false, &lazyBody{size: size, open: func(off int64) (io.ReadCloser, error) {
 			if !h.responses.fits(size) {
 				return streamFrom(r.Context(), off, func(ctx context.Context, w io.Writer) error { return c.Query(ctx, w, q) }), nil
 			}

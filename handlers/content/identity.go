@@ -151,6 +151,7 @@ type heldWriter struct {
 	http.ResponseWriter
 	code      int
 	committed bool
+	noRanges  bool
 	cw        countWriter
 }
 
@@ -188,17 +189,22 @@ func (h *heldWriter) flush() {
 	if h.code == 0 {
 		h.code = http.StatusOK
 	}
+	if h.noRanges {
+		h.Header().Del("Accept-Ranges")
+	}
 	h.ResponseWriter.WriteHeader(h.code)
 	h.cw.w = h.ResponseWriter
 }
 
 // serveIdentity answers r from body with http.ServeContent; the caller
-// has set the ETag. It returns an error only while nothing was sent: the
-// body failed on its first read, and the caller answers or retries.
-func (h *Handler) serveIdentity(w http.ResponseWriter, r *http.Request, name string, mod time.Time, body *lazyBody) error {
+// has set the ETag. Without ranges (/metas, as catalogd's) the answer
+// does not offer Accept-Ranges; the caller has dropped the request's
+// Range. It returns an error only while nothing was sent: the body failed
+// on its first read, and the caller answers or retries.
+func (h *Handler) serveIdentity(w http.ResponseWriter, r *http.Request, name string, mod time.Time, ranges bool, body *lazyBody) error {
 	defer body.Close()
 	w.Header().Set("Content-Type", contentType)
-	hw := &heldWriter{ResponseWriter: w}
+	hw := &heldWriter{ResponseWriter: w, noRanges: !ranges}
 	http.ServeContent(hw, r, "", mod, body)
 	err := body.failure()
 	switch {
@@ -215,4 +221,17 @@ func (h *Handler) serveIdentity(w http.ResponseWriter, r *http.Request, name str
 		h.streamError(r, name, &hw.cw, err)
 	}
 	return nil
+}
+
+// metasRequest drops what catalogd's /metas handler does not honour
+// (Range and If-Range), so /metas answers a range request as catalogd
+// does: the whole answer. Conditions stay.
+func metasRequest(r *http.Request) *http.Request {
+	if r.Header.Get("Range") == "" && r.Header.Get("If-Range") == "" {
+		return r
+	}
+	r = r.Clone(r.Context())
+	r.Header.Del("Range")
+	r.Header.Del("If-Range")
+	return r
 }
