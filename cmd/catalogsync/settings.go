@@ -238,16 +238,14 @@ func (r *resolver) fileValue(kctx *kong.Context, key string) (string, bool) {
 	}
 }
 
-// configPath is --config's value, from the command line or environment.
+// configPath is --config's value, from the command line or else the
+// environment (kong has set it from there before resolving).
 func configPath(kctx *kong.Context) string {
 	for _, f := range kctx.Flags() {
-		if f.Name != "config" {
-			continue
+		if f.Name == "config" {
+			s, _ := kctx.FlagValue(f).(string)
+			return strings.TrimSpace(s)
 		}
-		if s, _ := kctx.FlagValue(f).(string); s != "" {
-			return s
-		}
-		return strings.TrimSpace(os.Getenv("CATALOGSYNC_CONFIG"))
 	}
 	return ""
 }
