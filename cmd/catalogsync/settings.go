@@ -116,15 +116,14 @@ var fileOnly = []struct{ Key, Help string }{
 // vars fill the ${...} in the declarations from the packages' constants.
 func vars() kong.Vars {
 	return kong.Vars{
-		"defaultStore":  defaultStore,
-		"s3Stall":       shortDuration(s3.DefaultStallTimeout),
-		"stall":         shortDuration(source.DefaultStallTimeout),
-		"regconf":       regconf.DefaultPath,
-		"keep":          fmt.Sprint(catalog.DefaultKeep),
-		"grace":         shortDuration(catalog.DefaultGrace),
-		"unconfigured":  shortDuration(catalog.DefaultUnconfiguredAge),
-		"leftover":      shortDuration(catalog.DefaultLeftoverAge),
-		"defaultAddrEx": ":8080",
+		"defaultStore": defaultStore,
+		"s3Stall":      shortDuration(s3.DefaultStallTimeout),
+		"stall":        shortDuration(source.DefaultStallTimeout),
+		"regconf":      regconf.DefaultPath,
+		"keep":         fmt.Sprint(catalog.DefaultKeep),
+		"grace":        shortDuration(catalog.DefaultGrace),
+		"unconfigured": shortDuration(catalog.DefaultUnconfiguredAge),
+		"leftover":     shortDuration(catalog.DefaultLeftoverAge),
 	}
 }
 
@@ -149,7 +148,8 @@ const (
 )
 
 // origins records, per flag name, where its value came from ("env NAME",
-// "file KEY", "default"); a flag not in it was given on the command line.
+// "file key KEY", "default"); a flag not in it was given on the command
+// line.
 type origins map[string]string
 
 func (o origins) of(name string) string {
