@@ -222,15 +222,7 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	}
 	defer src.Close()
 
-	var obs pipeline.Observer
-	var done chan struct{}
-	if f, ok := unwrapWriter(stderr).(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		b := newBar(stderr)
-		obs, done = b, b.done
-	} else {
-		o := newLogObserver(log)
-		obs, done = o, o.done
-	}
+	obs, done := progressObserver(stderr, log)
 	res, err := pl.Run(ctx, pipeline.Catalog{Name: c.Name, Image: c.Image}, obs)
 	// Let the last progress line print before the summary.
 	select {
@@ -241,6 +233,17 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 		return err
 	}
 	return printSummary(ctx, stdout, store, dir, res)
+}
+
+// progressObserver shows a sync's progress: a bar on a terminal, else log
+// lines. done closes when the last is written.
+func progressObserver(stderr io.Writer, log *slog.Logger) (obs pipeline.Observer, done chan struct{}) {
+	if f, ok := unwrapWriter(stderr).(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		b := newBar(stderr)
+		return b, b.done
+	}
+	o := newLogObserver(log)
+	return o, o.done
 }
 
 // printSummary says what is stored, so a user sees where the catalog went.

@@ -116,15 +116,14 @@ var fileOnly = []struct{ Key, Help string }{
 // vars fill the ${...} in the declarations from the packages' constants.
 func vars() kong.Vars {
 	return kong.Vars{
-		"defaultStore":  defaultStore,
-		"s3Stall":       shortDuration(s3.DefaultStallTimeout),
-		"stall":         shortDuration(source.DefaultStallTimeout),
-		"regconf":       regconf.DefaultPath,
-		"keep":          fmt.Sprint(catalog.DefaultKeep),
-		"grace":         shortDuration(catalog.DefaultGrace),
-		"unconfigured":  shortDuration(catalog.DefaultUnconfiguredAge),
-		"leftover":      shortDuration(catalog.DefaultLeftoverAge),
-		"defaultAddrEx": ":8080",
+		"defaultStore": defaultStore,
+		"s3Stall":      shortDuration(s3.DefaultStallTimeout),
+		"stall":        shortDuration(source.DefaultStallTimeout),
+		"regconf":      regconf.DefaultPath,
+		"keep":         fmt.Sprint(catalog.DefaultKeep),
+		"grace":        shortDuration(catalog.DefaultGrace),
+		"unconfigured": shortDuration(catalog.DefaultUnconfiguredAge),
+		"leftover":     shortDuration(catalog.DefaultLeftoverAge),
 	}
 }
 
@@ -149,7 +148,8 @@ const (
 )
 
 // origins records, per flag name, where its value came from ("env NAME",
-// "file KEY", "default"); a flag not in it was given on the command line.
+// "file key KEY", "default"); a flag not in it was given on the command
+// line.
 type origins map[string]string
 
 func (o origins) of(name string) string {
@@ -238,16 +238,14 @@ func (r *resolver) fileValue(kctx *kong.Context, key string) (string, bool) {
 	}
 }
 
-// configPath is --config's value, from the command line or environment.
+// configPath is --config's value, from the command line or else the
+// environment (kong has set it from there before resolving).
 func configPath(kctx *kong.Context) string {
 	for _, f := range kctx.Flags() {
-		if f.Name != "config" {
-			continue
+		if f.Name == "config" {
+			s, _ := kctx.FlagValue(f).(string)
+			return strings.TrimSpace(s)
 		}
-		if s, _ := kctx.FlagValue(f).(string); s != "" {
-			return s
-		}
-		return strings.TrimSpace(os.Getenv("CATALOGSYNC_CONFIG"))
 	}
 	return ""
 }

@@ -257,8 +257,12 @@ func TestEverySettingRefusesGarbage(t *testing.T) {
 				continue
 			}
 			seen[f.Name] = true
-			if c := f.Tag.Get("check"); c != "" && checks[c] == nil {
+			c := f.Tag.Get("check")
+			if c != "" && checks[c] == nil {
 				t.Errorf("--%s: unknown check %q", f.Name, c)
+			}
+			if k := f.Target.Kind(); c == "" && (k == reflect.Int || k == reflect.Int64 || k == reflect.Float64) {
+				t.Errorf("--%s: a number without a range check", f.Name)
 			}
 			for _, g := range garbage(f) {
 				checked++
