@@ -53,7 +53,30 @@ func testPhases(t *testing.T, c *cluster, r *registry) {
 			strings.HasPrefix(v.cond(TypeProgressing).Message, "Published ")
 	})
 	r.proxy.Clear()
-	all := rec.versions()
+	checkPhaseMessages(t, rec.versions(), ref, digest)
+	checkServingFields(t, r, final, digest)
+	if !s.src.Available("phases") {
+		t.Error("Available(phases) is false")
+	}
+
+	// A poll that finds the same digest changes nothing.
+	applies := s.settledApplies()
+	before := len(rec.versions())
+	res, err := r.pl.Run(context.Background(), pipeline.Catalog{Name: "phases", Image: ref}, s.w)
+	if err != nil || res.Action != pipeline.ActionUpToDate {
+		t.Fatalf("re-sync: %v %v, want UpToDate", res.Action, err)
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(rec.versions()); n != before || s.w.Stats().Applies != applies {
+		t.Errorf("an up-to-date poll wrote the status: %d new versions, %d applies:\n%s", n-before, s.w.Stats().Applies-applies, describe(rec.versions()[before:]))
+	}
+}
+
+// checkPhaseMessages checks the Progressing messages the catalog went
+// through: phases in order, all True/Succeeded, byte counts about a second
+// apart, and the outcome last.
+func checkPhaseMessages(t *testing.T, all []seen, ref, digest string) {
+	t.Helper()
 	var msgs []string
 	last := -1
 	for _, v := range all {
@@ -100,7 +123,12 @@ func testPhases(t *testing.T, c *cluster, r *registry) {
 	if want := "Published " + digest + " in "; !strings.HasPrefix(msgs[len(msgs)-1], want) {
 		t.Errorf("last message %q, want prefix %q", msgs[len(msgs)-1], want)
 	}
+}
 
+// checkServingFields checks what a published catalog's status says of
+// the pointer: resolvedSource, urls, lastUnpacked, Serving, the label.
+func checkServingFields(t *testing.T, r *registry, final seen, digest string) {
+	t.Helper()
 	ptr, _, err := catalog.Current(context.Background(), r.store, "phases")
 	if err != nil {
 		t.Fatal(err)
@@ -121,21 +149,6 @@ func testPhases(t *testing.T, c *cluster, r *registry) {
 	}
 	if final.labels[MetadataNameLabel] != "phases" {
 		t.Errorf("labels %v, want %s=phases", final.labels, MetadataNameLabel)
-	}
-	if !s.src.Available("phases") {
-		t.Error("Available(phases) is false")
-	}
-
-	// A poll that finds the same digest changes nothing.
-	applies := s.settledApplies()
-	before := len(rec.versions())
-	res, err := r.pl.Run(context.Background(), pipeline.Catalog{Name: "phases", Image: ref}, s.w)
-	if err != nil || res.Action != pipeline.ActionUpToDate {
-		t.Fatalf("re-sync: %v %v, want UpToDate", res.Action, err)
-	}
-	time.Sleep(2 * time.Second)
-	if n := len(rec.versions()); n != before || s.w.Stats().Applies != applies {
-		t.Errorf("an up-to-date poll wrote the status: %d new versions, %d applies:\n%s", n-before, s.w.Stats().Applies-applies, describe(rec.versions()[before:]))
 	}
 }
 
@@ -195,6 +208,13 @@ func testRetrying(t *testing.T, c *cluster, r *registry) {
 	// The registry recovers, slowly: the next attempt runs longer than the
 	// quiet period, so it shows, still as a retry.
 	mode.Store(1)
+	checkRecovery(t, s, r, rec, retrying, digest)
+}
+
+// checkRecovery checks that once the registry answers again the running
+// retry is shown as Retrying, then the catalog is published.
+func checkRecovery(t *testing.T, s *service, r *registry, rec *recorder, retrying seen, digest string) {
+	t.Helper()
 	defer func() {
 		if t.Failed() {
 			for _, q := range r.proxy.Requests() {
