@@ -136,7 +136,7 @@ func (c logFlags) logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
 }
 
-func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...pipeline.Option) (*pipeline.Pipeline, *source.Source, error) {
+func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...pipeline.Option) (*pipeline.Pipeline, *source.Client, error) {
 	mirrors, err := c.registriesConf()
 	if err != nil {
 		return nil, nil, err

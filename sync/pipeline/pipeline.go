@@ -62,7 +62,7 @@ type Result struct {
 	Phases map[Phase]time.Duration
 }
 
-// ImageReader is what a sync reads images through; *source.Source is one.
+// ImageReader is what a sync reads images through; *source.Client is one.
 type ImageReader interface {
 	// Resolve pins an image reference to a digest.
 	Resolve(ctx context.Context, image string) (source.Resolved, error)

@@ -49,11 +49,11 @@ type rule struct {
 // applies and images no rule matches need no signature.
 type Policy struct {
 	rules []rule
-	src   *source.Source
+	src   *source.Client
 }
 
 // New loads the rules' keys; src fetches the signatures.
-func New(src *source.Source, rules []Rule) (*Policy, error) {
+func New(src *source.Client, rules []Rule) (*Policy, error) {
 	p := &Policy{src: src}
 	for i, r := range rules {
 		if r.Prefix == "" || len(r.KeyFiles) == 0 {

@@ -30,7 +30,7 @@ func WithRegistriesConf(c *regconf.Config) Option {
 // manifest HEAD per endpoint tried. A mirror that fails, or that names
 // another digest than a pinned reference, passes to the next; the primary
 // location's error is the one returned.
-func (s *Source) resolveMirrored(ctx context.Context, image string, r ref.Ref) (Resolved, error) {
+func (s *Client) resolveMirrored(ctx context.Context, image string, r ref.Ref) (Resolved, error) {
 	eps, err := s.mirrors.Endpoints(r.Registry+"/"+r.Repository, r.Digest != "")
 	if err != nil {
 		return Resolved{}, fmt.Errorf("resolve %s: %w", r.CommonName(), err)

@@ -30,7 +30,7 @@ const cosignSigAnnotation = "dev.cosignproject.cosign/signature"
 // CosignSignatures returns the signatures of res's digest found at the
 // tag sha256-<hex>.sig of its repository (where it was resolved, so a
 // mirror serves them too); none when the tag does not exist.
-func (s *Source) CosignSignatures(ctx context.Context, res Resolved) ([]CosignSignature, error) {
+func (s *Client) CosignSignatures(ctx context.Context, res Resolved) ([]CosignSignature, error) {
 	alg, hex, ok := strings.Cut(res.Digest, ":")
 	if !ok || res.ref.Scheme != "reg" {
 		return nil, fmt.Errorf("%w: no registry digest to look signatures up for", ErrInvalidRef)

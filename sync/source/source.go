@@ -125,8 +125,9 @@ func WithLocalSources(on bool) Option { return func(o *options) { o.noLocal = !o
 // WithTransport sets the base HTTP transport (tests inject faults with it).
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
 
-// Source reads catalog images. It is safe for concurrent use.
-type Source struct {
+// Client reads catalog images from registries and OCI layouts. It is safe
+// for concurrent use.
+type Client struct {
 	acc      *access
 	mirrors  *regconf.Config
 	log      *slog.Logger
@@ -135,8 +136,8 @@ type Source struct {
 	noLocal  bool
 }
 
-// New returns a Source.
-func New(opts ...Option) (*Source, error) {
+// New returns a Client.
+func New(opts ...Option) (*Client, error) {
 	o := options{
 		platform:   "linux/amd64",
 		dockerCfg:  true,
@@ -183,7 +184,7 @@ func New(opts ...Option) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{acc: acc, platform: plat, ra: ra, noLocal: o.noLocal, mirrors: o.mirrors, log: o.logger}, nil
+	return &Client{acc: acc, platform: plat, ra: ra, noLocal: o.noLocal, mirrors: o.mirrors, log: o.logger}, nil
 }
 
 // Resolved is an image reference pinned to a digest.
@@ -233,7 +234,7 @@ func Pin(image string) (Resolved, bool, error) {
 
 // Resolve pins image to a digest. A digest reference is returned as is;
 // a tag costs exactly one manifest HEAD.
-func (s *Source) Resolve(ctx context.Context, image string) (Resolved, error) {
+func (s *Client) Resolve(ctx context.Context, image string) (Resolved, error) {
 	if err := s.checkLocal(image); err != nil {
 		return Resolved{}, err
 	}
@@ -259,7 +260,7 @@ func (s *Source) Resolve(ctx context.Context, image string) (Resolved, error) {
 // checkLocal refuses ocidir:// references when local sources are off, and
 // ones whose directory is missing (terminal: not a registry that may come
 // back).
-func (s *Source) checkLocal(image string) error {
+func (s *Client) checkLocal(image string) error {
 	r, err := ParseRef(image)
 	if err != nil || r.Scheme != "ocidir" {
 		return err
@@ -303,7 +304,7 @@ func (img *Image) TotalSize() int64 {
 
 // Open fetches the manifest (the platform's, for an index) and the image
 // config, and returns the layers to stream.
-func (s *Source) Open(ctx context.Context, res Resolved) (*Image, error) {
+func (s *Client) Open(ctx context.Context, res Resolved) (*Image, error) {
 	r := res.ref
 	m, err := s.acc.client().ManifestGet(ctx, r)
 	if err != nil {
@@ -353,7 +354,7 @@ func (s *Source) Open(ctx context.Context, res Resolved) (*Image, error) {
 // OpenLayer streams layer i of img, decompressed. progress, if set, is
 // called with the compressed bytes read so far. The blob's digest is
 // verified by regclient when the stream reaches its end: read to EOF.
-func (s *Source) OpenLayer(ctx context.Context, img *Image, i int, progress func(done int64)) (*LayerReader, error) {
+func (s *Client) OpenLayer(ctx context.Context, img *Image, i int, progress func(done int64)) (*LayerReader, error) {
 	if i < 0 || i >= len(img.Layers) {
 		return nil, fmt.Errorf("layer %d out of range", i)
 	}
@@ -375,7 +376,7 @@ func (s *Source) OpenLayer(ctx context.Context, img *Image, i int, progress func
 }
 
 // Close releases the client's connections.
-func (s *Source) Close() error { return s.acc.client().Close(context.Background(), ref.Ref{}) }
+func (s *Client) Close() error { return s.acc.client().Close(context.Background(), ref.Ref{}) }
 
 // LayerReader is a decompressed layer stream.
 type LayerReader struct {
@@ -437,7 +438,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // wrap turns a regclient error into one that says what failed, and keeps
 // the sentinel values so callers can classify it.
-func (s *Source) wrap(r ref.Ref, what string, err error) error {
+func (s *Client) wrap(r ref.Ref, what string, err error) error {
 	e := &RegistryError{Op: what, Ref: r.CommonName(), Err: err}
 	if r.Scheme == "reg" {
 		e.RetryAfter = s.ra.get(r.Registry)

@@ -45,7 +45,7 @@ func TestCAReload(t *testing.T) {
 	if err := os.WriteFile(bundle, other.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	newSource := func(opts ...source.Option) *source.Source {
+	newSource := func(opts ...source.Option) *source.Client {
 		src, err := source.New(append([]source.Option{source.WithDockerConfig(false), source.WithRetry(0, time.Millisecond, time.Millisecond)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
