@@ -75,7 +75,7 @@ func runPoller(ctx context.Context, log *slog.Logger, e poller, store storage.St
 
 // informerSynced is the readiness check of ClusterCatalog mode: no
 // ClusterCatalogs listed yet means every trigger would be refused.
-func informerSynced(src *status.Source) func() error {
+func informerSynced(src *status.ClusterCatalogs) func() error {
 	return func() error {
 		if src != nil && !src.Synced() {
 			return errNotListed

@@ -74,7 +74,7 @@ type server struct {
 	pl       *pipeline.Pipeline
 	set      engine.CatalogSet
 	gcNames  func() ([]string, bool)
-	ccSrc    *status.Source
+	ccSrc    *status.ClusterCatalogs
 	ccWriter *status.Writer
 	eng      *engine.Engine
 	contentH *content.Handler
@@ -207,7 +207,7 @@ func (c *serveCmd) buildClusterCatalogs(ctx context.Context, s *server) error {
 	if err != nil {
 		return err
 	}
-	s.ccSrc = status.NewSource(dyn, status.WithSourceLogger(s.log), status.WithOnChange(func(name string) {
+	s.ccSrc = status.NewClusterCatalogs(dyn, status.WithClusterCatalogsLogger(s.log), status.WithOnChange(func(name string) {
 		// Created, spec changed or deleted: sync now; the engine
 		// refuses names no longer in the set (deleted, Unavailable).
 		if _, err := s.eng.Trigger(ctx, name, "clustercatalog"); err != nil {

@@ -44,7 +44,7 @@ var benchSeq atomic.Int64
 
 // statusBench is what the status benchmarks run against: a real
 // kube-apiserver with the CRD, a real registry, and the service part in
-// this process (the ClusterCatalog Source, the status Writer and the sync
+// this process (the ClusterCatalogs informer, the status Writer and the sync
 // pipeline into a local store), which syncs the catalogs named bench-*
 // with an event log observing, so the pipeline's own event times are
 // known.

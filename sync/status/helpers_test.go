@@ -202,14 +202,14 @@ func layerSize(t testing.TB, img imagebuild.Image) int64 {
 	return desc.Size
 }
 
-// service plays the engine's part: a Source whose OnChange syncs the
+// service plays the engine's part: a ClusterCatalogs whose OnChange syncs the
 // catalog at once (retrying retryable failures with backoff), and a Writer
 // that reports every sync.
 type service struct {
 	t       testing.TB
 	c       *cluster
 	r       *registry
-	src     *Source
+	src     *ClusterCatalogs
 	w       *Writer
 	backoff backoff.Backoff
 	mine    func(name string) bool
@@ -256,7 +256,7 @@ func newService(t testing.TB, c *cluster, r *registry, mine func(string) bool, e
 	t.Helper()
 	s := &service{t: t, c: c, r: r, mine: mine, extra: extra, kick: make(chan struct{}, 1), changed: map[string]int{},
 		backoff: backoff.Backoff{Min: 300 * time.Millisecond, Max: 600 * time.Millisecond}}
-	s.src = NewSource(c.dyn, WithOnChange(func(name string) {
+	s.src = NewClusterCatalogs(c.dyn, WithOnChange(func(name string) {
 		if !s.mine(name) {
 			return
 		}
@@ -268,7 +268,7 @@ func newService(t testing.TB, c *cluster, r *registry, mine func(string) bool, e
 		case s.kick <- struct{}{}:
 		default:
 		}
-	}), WithSourceLogger(testLogger(t)))
+	}), WithClusterCatalogsLogger(testLogger(t)))
 	w, err := NewWriter(c.dyn, s.src, r.store, testBaseURL,
 		WithApplyBackoff(backoff.Backoff{Min: 100 * time.Millisecond, Max: time.Second}),
 		WithWriterLogger(slog.New(slog.NewTextHandler(serviceLog{s}, &slog.HandlerOptions{Level: slog.LevelInfo}))))
@@ -591,7 +591,7 @@ func eventually(timeout time.Duration, f func() error) error {
 }
 
 // testLogger logs to the test's output, so a failure shows what the
-// Source and Writer went through.
+// ClusterCatalogs and Writer went through.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

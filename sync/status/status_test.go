@@ -20,7 +20,7 @@ import (
 )
 
 // One kube-apiserver and one registry serve every scenario here; each
-// scenario has its own catalogs and its own Source and Writer.
+// scenario has its own catalogs and its own ClusterCatalogs and Writer.
 func TestClusterCatalogStatus(t *testing.T) {
 	c := startCluster(t)
 	r := startRegistry(t)
@@ -443,8 +443,8 @@ func TestServingFromStorageWithoutSync(t *testing.T) {
 	}
 	c.create(t, "prior", ref)
 	rec := record(t, c, "prior")
-	// A Writer on a Source whose OnChange syncs nothing.
-	src := NewSource(c.dyn)
+	// A Writer on a ClusterCatalogs whose OnChange syncs nothing.
+	src := NewClusterCatalogs(c.dyn)
 	w, err := NewWriter(c.dyn, src, r.store, testBaseURL)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,10 @@
 // Package status connects catalogsync to ClusterCatalogs
 // (olm.operatorframework.io/v1) in a Kubernetes cluster, the way catalogd
-// does: a Source lists and watches them and yields the catalogs to sync,
+// does: a ClusterCatalogs lists and watches them and yields the catalogs to sync,
 // and a Writer reports what each sync does in the ClusterCatalog's status
 // while it happens.
 //
-// The design is level-based. The Source holds the cluster's current
+// The design is level-based. The ClusterCatalogs holds the cluster's current
 // ClusterCatalogs; the Writer computes the status from that, from the
 // latest progress event of each catalog and from the published pointer in
 // storage, and applies it (server-side apply, status subresource) until
@@ -13,7 +13,7 @@
 //
 // Deletion: no finalizer is added. A deleted ClusterCatalog stops being
 // served at once (Available reports false) and its content stays in
-// storage until storage/catalog.GC, given Source.Names, deletes it.
+// storage until storage/catalog.GC, given ClusterCatalogs.Names, deletes it.
 package status
 
 import (
@@ -129,7 +129,7 @@ func (s *Status) Condition(t string) *metav1.Condition {
 	return nil
 }
 
-// object is what the Source keeps of one ClusterCatalog.
+// object is what the ClusterCatalogs keeps of one ClusterCatalog.
 type object struct {
 	cat     Catalog
 	rv      string

@@ -30,7 +30,7 @@ func TestWaitingForSlotIsShown(t *testing.T) {
 	var eng *engine.Engine
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src := NewSource(c.dyn, WithOnChange(func(name string) { _, _ = eng.Trigger(ctx, name, "clustercatalog") }))
+	src := NewClusterCatalogs(c.dyn, WithOnChange(func(name string) { _, _ = eng.Trigger(ctx, name, "clustercatalog") }))
 	w, err := NewWriter(c.dyn, src, r.store, testBaseURL, WithWriterLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)

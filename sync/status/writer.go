@@ -148,7 +148,7 @@ func WithLeftAlone(f func(name, why string)) WriterOption { return func(w *Write
 // catalogs, without the "/catalogs" path (e.g.
 // "https://catalogsync.olmv1-system.svc"): status.urls.base is
 // baseURL + "/catalogs/" + name. Call Run to start writing.
-func NewWriter(client dynamic.Interface, src *Source, store storage.Store, baseURL string, opts ...WriterOption) (*Writer, error) {
+func NewWriter(client dynamic.Interface, src *ClusterCatalogs, store storage.Store, baseURL string, opts ...WriterOption) (*Writer, error) {
 	// Checked now: the apiserver would refuse every status with a bad one.
 	if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: %q", ErrBaseURL, baseURL)
@@ -197,10 +197,10 @@ type catalogView interface {
 	pointer(ctx context.Context, name string) (catalog.Pointer, error)
 }
 
-// clusterView reads ClusterCatalogs from a Source and pointers from a
+// clusterView reads ClusterCatalogs from a ClusterCatalogs and pointers from a
 // store.
 type clusterView struct {
-	src   *Source
+	src   *ClusterCatalogs
 	store storage.Store
 }
 

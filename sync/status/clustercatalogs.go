@@ -32,10 +32,10 @@ var (
 // nothing in the cluster changed (another replica's GC, a lost event).
 const DefaultResync = 10 * time.Minute
 
-// Source keeps the cluster's ClusterCatalogs: a client-go shared informer
+// ClusterCatalogs keeps the cluster's ClusterCatalogs: a client-go shared informer
 // on the dynamic client (list, watch, relist when the watch expires,
 // backoff while the apiserver is away), answering from its cache.
-type Source struct {
+type ClusterCatalogs struct {
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	inf      cache.SharedIndexInformer
 	onChange func(name string)
@@ -46,26 +46,32 @@ type Source struct {
 	subs []func(name string)
 }
 
-// SourceOption configures a Source.
-type SourceOption func(*Source)
+// ClusterCatalogsOption configures a ClusterCatalogs.
+type ClusterCatalogsOption func(*ClusterCatalogs)
 
 // WithOnChange sets the hook called with a catalog's name when it is
 // created, when its spec changes (a new generation) and when it is
 // deleted, so the service can sync (or stop) at once. It is a nudge, not
 // the data: read the catalog with Get. It runs on the informer's
 // goroutine and must not block.
-func WithOnChange(f func(name string)) SourceOption { return func(s *Source) { s.onChange = f } }
+func WithOnChange(f func(name string)) ClusterCatalogsOption {
+	return func(s *ClusterCatalogs) { s.onChange = f }
+}
 
-// WithSourceLogger sets the logger.
-func WithSourceLogger(l *slog.Logger) SourceOption { return func(s *Source) { s.log = l } }
+// WithClusterCatalogsLogger sets the logger.
+func WithClusterCatalogsLogger(l *slog.Logger) ClusterCatalogsOption {
+	return func(s *ClusterCatalogs) { s.log = l }
+}
 
 // WithResync sets the informer's resync period (DefaultResync; 0: none).
-func WithResync(d time.Duration) SourceOption { return func(s *Source) { s.resync = d } }
+func WithResync(d time.Duration) ClusterCatalogsOption {
+	return func(s *ClusterCatalogs) { s.resync = d }
+}
 
-// NewSource returns a Source of the ClusterCatalogs client reaches. Call
+// NewClusterCatalogs returns the ClusterCatalogs that client reaches. Call
 // Run to start it.
-func NewSource(client dynamic.Interface, opts ...SourceOption) *Source {
-	s := &Source{log: slog.New(slog.DiscardHandler), resync: DefaultResync}
+func NewClusterCatalogs(client dynamic.Interface, opts ...ClusterCatalogsOption) *ClusterCatalogs {
+	s := &ClusterCatalogs{log: slog.New(slog.DiscardHandler), resync: DefaultResync}
 	for _, fn := range opts {
 		fn(s)
 	}
@@ -101,7 +107,7 @@ func NewSource(client dynamic.Interface, opts ...SourceOption) *Source {
 // changed handles an add, an update or a resync (old has the same
 // resourceVersion): OnChange hears of creations and spec changes only,
 // subscribers of everything.
-func (s *Source) changed(old, obj any) {
+func (s *ClusterCatalogs) changed(old, obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
@@ -123,7 +129,7 @@ func (s *Source) changed(old, obj any) {
 	s.broadcast(o.cat.Name)
 }
 
-func (s *Source) broadcast(name string) {
+func (s *ClusterCatalogs) broadcast(name string) {
 	s.mu.RLock()
 	subs := slices.Clone(s.subs)
 	s.mu.RUnlock()
@@ -133,7 +139,7 @@ func (s *Source) broadcast(name string) {
 }
 
 // Run runs the informer until ctx ends, and returns ctx's error.
-func (s *Source) Run(ctx context.Context) error {
+func (s *ClusterCatalogs) Run(ctx context.Context) error {
 	s.factory.Start(ctx.Done())
 	<-ctx.Done()
 	s.factory.Shutdown()
@@ -143,14 +149,14 @@ func (s *Source) Run(ctx context.Context) error {
 // notifyChange calls the OnChange hook for a create, a spec change or a
 // delete. Status and label updates do not change Catalog, so they do not
 // call it.
-func (s *Source) notifyChange(name string) {
+func (s *ClusterCatalogs) notifyChange(name string) {
 	if s.onChange != nil {
 		s.onChange(name)
 	}
 }
 
 // subscribe registers f for every event of every catalog (resyncs too).
-func (s *Source) subscribe(f func(name string)) {
+func (s *ClusterCatalogs) subscribe(f func(name string)) {
 	s.mu.Lock()
 	s.subs = append(s.subs, f)
 	s.mu.Unlock()
@@ -158,7 +164,7 @@ func (s *Source) subscribe(f func(name string)) {
 
 // WaitForSync blocks until the informer's first complete list, or ctx
 // ends.
-func (s *Source) WaitForSync(ctx context.Context) error {
+func (s *ClusterCatalogs) WaitForSync(ctx context.Context) error {
 	// Polled every few milliseconds, not cache.WaitForCacheSync's 100: a
 	// process started for a request (scale from zero) waits for this.
 	t := time.NewTicker(5 * time.Millisecond)
@@ -175,16 +181,16 @@ func (s *Source) WaitForSync(ctx context.Context) error {
 
 // Synced reports whether the first complete list is done: the readiness
 // of a service in ClusterCatalog mode.
-func (s *Source) Synced() bool { return s.inf.HasSynced() }
+func (s *ClusterCatalogs) Synced() bool { return s.inf.HasSynced() }
 
 // Get returns the named catalog as last seen.
-func (s *Source) Get(name string) (Catalog, bool) {
+func (s *ClusterCatalogs) Get(name string) (Catalog, bool) {
 	o, ok := s.get(name)
 	return o.cat, ok
 }
 
 // get returns everything kept of the named catalog.
-func (s *Source) get(name string) (object, bool) {
+func (s *ClusterCatalogs) get(name string) (object, bool) {
 	item, ok, err := s.inf.GetStore().GetByKey(name)
 	if err != nil || !ok {
 		return object{}, false
@@ -201,7 +207,7 @@ func (s *Source) get(name string) (object, bool) {
 }
 
 // List returns every ClusterCatalog, sorted by name.
-func (s *Source) List() []Catalog {
+func (s *ClusterCatalogs) List() []Catalog {
 	var out []Catalog
 	for _, item := range s.inf.GetStore().List() {
 		u, ok := item.(*unstructured.Unstructured)
@@ -218,8 +224,8 @@ func (s *Source) List() []Catalog {
 
 // Catalogs returns the catalogs to keep synced: every ClusterCatalog
 // except those with availabilityMode Unavailable, which catalogd does not
-// unpack either. It makes a Source a sync.CatalogSet.
-func (s *Source) Catalogs() []pipeline.Catalog {
+// unpack either. It makes ClusterCatalogs an engine.CatalogSet.
+func (s *ClusterCatalogs) Catalogs() []pipeline.Catalog {
 	var out []pipeline.Catalog
 	for _, c := range s.List() {
 		if !c.Unavailable() {
@@ -233,7 +239,7 @@ func (s *Source) Catalogs() []pipeline.Catalog {
 // their content is kept for when they come back), for the garbage
 // collector. ok is false until the first list completed: an empty set
 // then means "not known yet", and must not make anything deletable.
-func (s *Source) Names() (names []string, ok bool) {
+func (s *ClusterCatalogs) Names() (names []string, ok bool) {
 	if !s.Synced() {
 		return nil, false
 	}
@@ -247,7 +253,7 @@ func (s *Source) Names() (names []string, ok bool) {
 // Available reports whether the named catalog's content may be served: it
 // exists and is not set Unavailable. It is the content handler's
 // availability hook. Before the first list it reports false.
-func (s *Source) Available(name string) bool {
+func (s *ClusterCatalogs) Available(name string) bool {
 	c, ok := s.Get(name)
 	return ok && !c.Unavailable()
 }
