@@ -18,7 +18,7 @@ import (
 
 // fuzzParse builds the request from a fixture's headers, with header
 // steer set to the fuzzed value, and checks the parser's contract.
-func fuzzParse(t *testing.T, src Source, base http.Header, steer, value string, body []byte) {
+func fuzzParse(t *testing.T, src Sender, base http.Header, steer, value string, body []byte) {
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	for k, vs := range base {
 		r.Header[k] = vs

@@ -88,7 +88,7 @@ func TestParseFixtures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.cfg.Type+"/"+tc.fixture, func(t *testing.T) {
-			src, err := NewSource(tc.cfg)
+			src, err := NewSender(tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -80,7 +80,7 @@ const SecretRoute = "/hooks/{token}"
 
 type endpoint struct {
 	cfg    ReceiverConfig
-	src    Source
+	src    Sender
 	secret string
 }
 
@@ -206,7 +206,7 @@ func newEndpoint(c ReceiverConfig) (*endpoint, error) {
 			return nil, fmt.Errorf("%w: %s: invalid host %q", ErrConfig, c.Name, c.Host)
 		}
 	}
-	src, err := NewSource(c)
+	src, err := NewSender(c)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}

@@ -5,7 +5,7 @@
 // reference as it always does, so a forged or stale notification can at
 // worst cost one manifest HEAD.
 //
-// Each sender has a Source that authenticates its requests and reads its
+// Each sender has a Sender that authenticates its requests and reads its
 // payload format; a Receiver serves them all as one http.Handler.
 package webhook
 
@@ -76,8 +76,8 @@ type CatalogLister interface {
 	Catalogs() []Catalog
 }
 
-// Source reads one sender's notifications.
-type Source interface {
+// Sender reads one sender's notifications.
+type Sender interface {
 	// Type is the receiver type in configuration, e.g. "harbor".
 	Type() string
 	// Authenticate checks that the request comes from the holder of
@@ -146,23 +146,23 @@ const (
 	TypeCDEvents     = "cdevents"
 )
 
-// sourceFactories builds a Source for a receiver's configuration.
-var sourceFactories = map[string]func(ReceiverConfig) Source{
-	TypeDistribution: func(c ReceiverConfig) Source { return newDistribution(c) },
-	TypeGitLab:       func(c ReceiverConfig) Source { return newGitLab(c) },
-	TypeHarbor:       func(c ReceiverConfig) Source { return newHarbor(c) },
-	TypeQuay:         func(c ReceiverConfig) Source { return newQuay(c) },
-	TypeDockerHub:    func(c ReceiverConfig) Source { return newDockerHub(c) },
-	TypeGitHub:       func(c ReceiverConfig) Source { return newGitHub(c) },
-	TypeZot:          func(c ReceiverConfig) Source { return newZot(c) },
-	TypeACR:          func(c ReceiverConfig) Source { return newACR(c) },
-	TypeEventGrid:    func(c ReceiverConfig) Source { return newEventGrid(c) },
-	TypeArtifactory:  func(c ReceiverConfig) Source { return newArtifactory(c) },
-	TypeGeneric:      func(c ReceiverConfig) Source { return newGeneric(c) },
-	TypeGAR:          func(c ReceiverConfig) Source { return newGAR(c) },
-	TypeNexus:        func(c ReceiverConfig) Source { return newNexus(c) },
-	TypeECR:          func(c ReceiverConfig) Source { return newECR(c) },
-	TypeCDEvents:     func(c ReceiverConfig) Source { return newCDEvents(c) },
+// senderFactories builds a Sender for a receiver's configuration.
+var senderFactories = map[string]func(ReceiverConfig) Sender{
+	TypeDistribution: func(c ReceiverConfig) Sender { return newDistribution(c) },
+	TypeGitLab:       func(c ReceiverConfig) Sender { return newGitLab(c) },
+	TypeHarbor:       func(c ReceiverConfig) Sender { return newHarbor(c) },
+	TypeQuay:         func(c ReceiverConfig) Sender { return newQuay(c) },
+	TypeDockerHub:    func(c ReceiverConfig) Sender { return newDockerHub(c) },
+	TypeGitHub:       func(c ReceiverConfig) Sender { return newGitHub(c) },
+	TypeZot:          func(c ReceiverConfig) Sender { return newZot(c) },
+	TypeACR:          func(c ReceiverConfig) Sender { return newACR(c) },
+	TypeEventGrid:    func(c ReceiverConfig) Sender { return newEventGrid(c) },
+	TypeArtifactory:  func(c ReceiverConfig) Sender { return newArtifactory(c) },
+	TypeGeneric:      func(c ReceiverConfig) Sender { return newGeneric(c) },
+	TypeGAR:          func(c ReceiverConfig) Sender { return newGAR(c) },
+	TypeNexus:        func(c ReceiverConfig) Sender { return newNexus(c) },
+	TypeECR:          func(c ReceiverConfig) Sender { return newECR(c) },
+	TypeCDEvents:     func(c ReceiverConfig) Sender { return newCDEvents(c) },
 }
 
 // Types lists the receiver types, sorted.
@@ -171,9 +171,9 @@ func Types() []string {
 		TypeECR, TypeGAR, TypeGeneric, TypeGitHub, TypeGitLab, TypeHarbor, TypeNexus, TypeQuay, TypeZot}
 }
 
-// NewSource returns the Source for c.Type.
-func NewSource(c ReceiverConfig) (Source, error) {
-	f, ok := sourceFactories[c.Type]
+// NewSender returns the Sender for c.Type.
+func NewSender(c ReceiverConfig) (Sender, error) {
+	f, ok := senderFactories[c.Type]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown receiver type %q (want one of %s)", ErrConfig, c.Type, strings.Join(Types(), ", "))
 	}
