@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"slices"
@@ -97,11 +96,8 @@ func main() {
 	if *survivors == "" {
 		return
 	}
-	f, err := os.Create(*survivors)
-	if err != nil {
+	if err := os.WriteFile(*survivors, []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
-	defer f.Close()
-	io.WriteString(f, strings.Join(all, "\n")+"\n")
 }
