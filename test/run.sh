@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: builds the real servers once (cached outside the repo),
-# then vet and the whole Go test suite against them.
+# then vet, the linter and the whole Go test suite against them.
 #
 #   test/run.sh [go test flags...]     e.g. test/run.sh -run Pipeline ./sync/...
 set -euo pipefail
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 command -v go >/dev/null || { echo "test/run.sh: Go is required (https://go.dev/dl)" >&2; exit 1; }
 
 # Build what the tests start; a no-op when the cache already holds them.
-test/tools.sh build registry etcd minio kube-apiserver chromium
+test/tools.sh build registry etcd minio kube-apiserver chromium golangci-lint
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
@@ -18,6 +18,8 @@ if [ -n "$unformatted" ]; then
 fi
 echo "== go vet"
 go vet ./...
+echo "== golangci-lint"
+test/lint.sh
 echo "== go test"
 if [ $# -eq 0 ]; then set -- ./...; fi
 # The race detector on the whole suite: it caught what the plain runs did not.

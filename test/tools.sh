@@ -7,6 +7,7 @@
 #   test/tools.sh have NAME      # prints the path only if already built (exit 1 otherwise)
 #   test/tools.sh dir            # prints the cache folder
 #   test/tools.sh path chromium  # Debian's chromium for the UI tests (apt-get installs it when absent)
+#   test/tools.sh path golangci-lint  # the linter test/lint.sh runs
 #
 # Everything comes from the Go module proxy; recipes and pinned versions are
 # the ones known to build with the machine's Go toolchain.
@@ -20,6 +21,7 @@ ETCD_VERSION=v3.7.3
 KUBE_VERSION=v1.37.2
 KUBE_STAGING_VERSION=v0.37.2
 GREMLINS_VERSION=v0.6.0
+GOLANGCI_LINT_VERSION=v2.15.0
 
 log() { printf '%s tools: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -31,6 +33,7 @@ dest() {
     etcd) echo "$CACHE/etcd-$ETCD_VERSION" ;;
     kube-apiserver|kube|kubectl) echo "$CACHE/kube-$KUBE_VERSION" ;;
     gremlins) echo "$CACHE/gremlins-$GREMLINS_VERSION" ;;
+    golangci-lint) echo "$CACHE/golangci-lint-$GOLANGCI_LINT_VERSION" ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac
 }
@@ -154,6 +157,17 @@ build_gremlins() {
   log "gremlins ready: $d/gremlins"
 }
 
+# golangci-lint: the linter test/lint.sh runs (config in .golangci.yml).
+build_golangci_lint() {
+  local d; d=$(dest golangci-lint)
+  [ -x "$d/golangci-lint" ] && return 0
+  log "building golangci-lint $GOLANGCI_LINT_VERSION (about 4 min on 2 cores)"
+  local tmp; tmp=$(mktemp -d "$CACHE/.golangci-lint.XXXX")
+  GOBIN="$tmp" CGO_ENABLED=0 go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+  rm -rf "$d"; mv "$tmp" "$d"
+  log "golangci-lint ready: $d/golangci-lint"
+}
+
 # chromium is the one tool that is a system package: the UI tests drive
 # Debian's headless chromium, installed with apt-get when absent.
 build_chromium() {
@@ -173,6 +187,7 @@ build_one() {
     etcd) with_lock etcd build_etcd ;;
     kube-apiserver|kube|kubectl) with_lock kube build_kube ;;
     gremlins) with_lock gremlins build_gremlins ;;
+    golangci-lint) with_lock golangci-lint build_golangci_lint ;;
     all) for t in registry etcd minio kube-apiserver; do build_one "$t"; done ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac

@@ -122,7 +122,7 @@ func WithToken(token string) Option {
 	}
 }
 
-// WithOpen(true) accepts POST requests without credentials when no token
+// WithOpen with true accepts POST requests without credentials when no token
 // is set: anyone who reaches the API can trigger syncs.
 func WithOpen(open bool) Option { return func(h *Handler) { h.open = open } }
 

@@ -93,7 +93,7 @@ func channelsOf(r *http.Request, c *catalog.Catalog, pkg, bundle string) []strin
 		return nil
 	}
 	var out []string
-	eachLine(b, func(line []byte) error {
+	_ = eachLine(b, func(line []byte) error { // the callback never fails
 		var ch fbcChannel
 		if json.Unmarshal(line, &ch) == nil && slices.ContainsFunc(ch.Entries, func(e fbcEntry) bool { return e.Name == bundle }) {
 			out = append(out, ch.Name)
@@ -108,7 +108,7 @@ func (v *bundleView) addProperty(p fbcProperty) {
 	switch p.Type {
 	case "olm.gvk", "olm.gvk.required":
 		var g gvk
-		json.Unmarshal(p.Value, &g)
+		_ = json.Unmarshal(p.Value, &g) // a malformed value shows empty
 		if p.Type == "olm.gvk" {
 			v.Provided = append(v.Provided, g)
 		} else {
@@ -116,7 +116,7 @@ func (v *bundleView) addProperty(p fbcProperty) {
 		}
 	case "olm.package.required":
 		var q pkgReq
-		json.Unmarshal(p.Value, &q)
+		_ = json.Unmarshal(p.Value, &q) // a malformed value shows empty
 		v.Packages = append(v.Packages, q)
 	case "olm.constraint":
 		v.Constraints = append(v.Constraints, property{p.Type, indent(p.Value)})

@@ -19,6 +19,6 @@ func FuzzBundleLine(f *testing.F) {
 		csvSummary(line)
 		parseCSVMetadata(line)
 		eachLine(line, func([]byte) error { return nil })
-		shorten(string(line), 7)
+		_ = shorten(string(line), 7)
 	})
 }

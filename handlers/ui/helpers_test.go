@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -99,13 +98,4 @@ func get(t testing.TB, url string) (*http.Response, string) {
 		t.Fatal(err)
 	}
 	return resp, string(b)
-}
-
-func mustContain(t testing.TB, what, body string, subs ...string) {
-	t.Helper()
-	for _, s := range subs {
-		if !strings.Contains(body, s) {
-			t.Errorf("%s lacks %q", what, s)
-		}
-	}
 }

@@ -135,7 +135,7 @@ func bundleVersion(line []byte) string {
 		Version string `json:"version"`
 	}
 	if raw := propertyValue(line, "olm.package"); raw != nil {
-		json.Unmarshal(raw, &v)
+		_ = json.Unmarshal(raw, &v) // a malformed value shows empty
 	}
 	return v.Version
 }

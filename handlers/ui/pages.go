@@ -353,5 +353,5 @@ func (h *Handler) serveMermaid(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	writeMermaid(w, pkg, d.graphs)
+	_ = writeMermaid(w, pkg, d.graphs) // fails only when the client left
 }

@@ -266,7 +266,7 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, err error) 
 func (h *Handler) errorPage(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	h.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Code": code, "Status": http.StatusText(code), "Message": msg})
+	_ = h.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Code": code, "Status": http.StatusText(code), "Message": msg})
 }
 
 // render executes a template into a buffer first, so a failing template
@@ -279,5 +279,5 @@ func (h *Handler) render(w http.ResponseWriter, name string, data any) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	io.WriteString(w, b.String())
+	_, _ = io.WriteString(w, b.String()) // the client left; nothing to tell it
 }

@@ -109,7 +109,7 @@ func (w *Watcher) set(obj any) {
 		return
 	}
 	var sum [32]byte
-	if b, err := json.Marshal(creds); err == nil {
+	if b, err := json.Marshal(creds); err == nil { //nolint:gosec // G117: marshalled only to be hashed, never stored or sent
 		sum = sha256.Sum256(b)
 	}
 	w.store(creds, sum, "updated")

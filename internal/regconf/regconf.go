@@ -20,9 +20,9 @@ import (
 const DefaultPath = "/etc/containers/registries.conf"
 
 var (
-	// ErrBlocked: the image's registry is blocked.
+	// ErrBlocked means the image's registry is blocked.
 	ErrBlocked = errors.New("registry is blocked by registries.conf")
-	// ErrInvalid: the file cannot be read as registries.conf v2.
+	// ErrInvalid means the file cannot be read as registries.conf v2.
 	ErrInvalid = errors.New("invalid registries.conf")
 )
 

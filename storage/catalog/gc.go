@@ -108,6 +108,7 @@ type GCOptions struct {
 // GCReason says why GC deleted or kept something.
 type GCReason string
 
+// The reasons GC gives.
 const (
 	GCCurrent        GCReason = "current"
 	GCRecent         GCReason = "among the newest kept"

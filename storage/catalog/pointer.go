@@ -134,7 +134,7 @@ func Publish(ctx context.Context, s storage.Store, name string, p Pointer) error
 		}
 		// Lost a race: back off a little, randomly, so that publishers
 		// retrying together spread out.
-		d := time.Duration(rand.Int64N(int64(min(attempt+1, 50)) * int64(time.Millisecond)))
+		d := time.Duration(rand.Int64N(int64(min(attempt+1, 50)) * int64(time.Millisecond))) //nolint:gosec // G404: jitter, not a secret
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:

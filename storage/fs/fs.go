@@ -59,7 +59,7 @@ func New(root string) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("fs: empty root")
 	}
-	if err := os.MkdirAll(root, dirPerm); err != nil {
+	if err := os.MkdirAll(root, dirPerm); err != nil { //nolint:gosec // G703: root is the operator's setting
 		return nil, fmt.Errorf("fs: %w", err)
 	}
 	r, err := os.OpenRoot(root)
@@ -248,7 +248,7 @@ func (s *Store) write(ctx context.Context, key string, r io.Reader, locked bool)
 	defer func() {
 		if !renamed {
 			f.Close()
-			s.root.Remove(tmp)
+			_ = s.root.Remove(tmp) // best effort: List skips temp files
 		}
 	}()
 	buf := bufPool.Get().(*[]byte)
@@ -323,7 +323,7 @@ func (s *Store) syncDir(dir string) {
 	if err != nil {
 		return
 	}
-	d.Sync()
+	_ = d.Sync() // best effort, as above
 	d.Close()
 }
 

@@ -3,16 +3,17 @@
 //
 // A key maps to the object Prefix+key in Bucket, so several deployments can
 // share a bucket under different (non-nested) prefixes. Put streams through
-// the SDK's upload manager: objects up to one part go up with one PutObject,
-// larger ones as a multipart upload, holding at most (Concurrency+2) parts
-// in memory whatever the object's size. PutIf is a conditional PutObject
-// (If-None-Match: * to create, If-Match: <etag> to swap), which S3 and MinIO
-// evaluate atomically. Nothing relies on conditional deletes: MinIO ignores
-// If-Match on DeleteObject.
+// the SDK's transfer manager: objects smaller than one part go up with one
+// PutObject, larger ones as a multipart upload, holding at most
+// (Concurrency+2) parts in memory whatever the object's size. PutIf is a
+// conditional PutObject (If-None-Match: * to create, If-Match: <etag> to
+// swap), which S3 and MinIO evaluate atomically. Nothing relies on
+// conditional deletes: MinIO ignores If-Match on DeleteObject.
 //
-// A multipart upload that fails is aborted; when even the abort fails (the
-// server is gone), its parts stay behind invisible to List until
-// AbortStaleUploads (catalog.GC calls it) removes them.
+// A multipart upload that fails is aborted, with a context of its own so
+// that a cancelled Put aborts too; when even the abort fails (the server is
+// gone), its parts stay behind invisible to List until AbortStaleUploads
+// (catalog.GC calls it) removes them.
 package s3
 
 import (
@@ -33,7 +34,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -63,10 +64,15 @@ var (
 	ErrNoConditionalWrites = errors.New("service does not honour conditional writes")
 )
 
-// Defaults of the upload manager's part size and parallel parts per Put.
+// Defaults of the transfer manager's part size and parallel parts per Put.
 const (
 	DefaultPartSize    = 5 << 20
 	DefaultConcurrency = 3
+	// minPartSize is the smallest part S3 accepts (but for the last).
+	minPartSize = 5 << 20
+	// abortTimeout bounds the abort of a failed multipart upload, which
+	// runs even when the Put's context has ended.
+	abortTimeout = 30 * time.Second
 	// probePrefix names the object New writes and deletes to check that
 	// the bucket is writable.
 	probePrefix = ".catalogsync-probe-"
@@ -115,7 +121,7 @@ const DefaultStallTimeout = time.Minute
 // Store is a storage.Store in an S3 bucket.
 type Store struct {
 	client *awss3.Client
-	up     *manager.Uploader
+	up     *transfermanager.Client
 	bucket string
 	prefix string
 }
@@ -162,8 +168,8 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.PartSize == 0 {
 		cfg.PartSize = DefaultPartSize
 	}
-	if cfg.PartSize < manager.MinUploadPartSize {
-		return nil, fmt.Errorf("s3: part size %d below the minimum %d: %w", cfg.PartSize, manager.MinUploadPartSize, ErrConfig)
+	if cfg.PartSize < minPartSize {
+		return nil, fmt.Errorf("s3: part size %d below the minimum %d: %w", cfg.PartSize, minPartSize, ErrConfig)
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
@@ -213,12 +219,14 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		o.UsePathStyle = cfg.PathStyle
 	})
-	up := manager.NewUploader(client, func(u *manager.Uploader) {
-		u.PartSize = cfg.PartSize
-		u.Concurrency = cfg.Concurrency
-		// Aborting is ours to do, with a context the caller's cancel
-		// does not kill.
-		u.LeavePartsOnError = true
+	up := transfermanager.New(client, func(o *transfermanager.Options) {
+		o.PartSizeBytes = cfg.PartSize
+		// Up to one part: one PutObject, as the first part is read anyway.
+		o.MultipartUploadThreshold = cfg.PartSize
+		o.Concurrency = cfg.Concurrency
+		// The abort of a failed upload gets a context of its own, so the
+		// caller's cancel does not kill it.
+		o.FailTimeout = abortTimeout
 	})
 	return &Store{client: client, up: up, bucket: cfg.Bucket, prefix: prefix}, nil
 }
@@ -363,29 +371,17 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (storage.Info,
 		return storage.Info{}, fmt.Errorf("s3: put %q: %w", key, err)
 	}
 	cr := &countingReader{ctx: ctx, r: r}
-	out, err := s.up.Upload(ctx, &awss3.PutObjectInput{
+	// A failed multipart upload is aborted by the transfer manager.
+	out, err := s.up.UploadObject(ctx, &transfermanager.UploadObjectInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key), Body: cr,
 	})
 	if err != nil {
-		var mu manager.MultiUploadFailure
-		if errors.As(err, &mu) && mu.UploadID() != "" {
-			s.abort(ctx, s.prefix+key, mu.UploadID())
-		}
 		return storage.Info{}, wrap(ctx, "put", key, err)
 	}
 	// PutObject and CompleteMultipartUpload return no modification time;
 	// the local clock is close enough for a Put's caller (List and Stat
 	// give the server's).
 	return storage.Info{Key: key, Size: cr.n, ModTime: time.Now(), ETag: etag(out.ETag)}, nil
-}
-
-// abort ends a failed multipart upload, even when ctx is what ended it.
-func (s *Store) abort(ctx context.Context, fullKey, uploadID string) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	s.client.AbortMultipartUpload(actx, &awss3.AbortMultipartUploadInput{
-		Bucket: aws.String(s.bucket), Key: aws.String(fullKey), UploadId: aws.String(uploadID),
-	})
 }
 
 // countingReader counts what the uploader read and stops it once ctx

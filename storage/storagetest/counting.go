@@ -42,6 +42,7 @@ func (c *Counting) Snapshot() (stats, gets map[string]int, bytes map[string]int6
 	return maps.Clone(c.stats), maps.Clone(c.gets), maps.Clone(c.bytes)
 }
 
+// Stat counts the Stat and passes it on.
 func (c *Counting) Stat(ctx context.Context, key string) (storage.Info, error) {
 	c.mu.Lock()
 	c.stats[key]++
@@ -49,6 +50,7 @@ func (c *Counting) Stat(ctx context.Context, key string) (storage.Info, error) {
 	return c.Store.Stat(ctx, key)
 }
 
+// Get counts the Get and passes it on.
 func (c *Counting) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
 	c.mu.Lock()
 	c.gets[key]++

@@ -23,11 +23,11 @@ import (
 )
 
 var (
-	// ErrUnsigned: the policy requires a signature and there is none.
+	// ErrUnsigned means the policy requires a signature and there is none.
 	ErrUnsigned = errors.New("image is not signed")
-	// ErrBadSignature: signatures exist but none verifies for this digest.
+	// ErrBadSignature means signatures exist but none verifies for this digest.
 	ErrBadSignature = errors.New("no valid signature")
-	// ErrConfig: the policy cannot be loaded.
+	// ErrConfig means the policy cannot be loaded.
 	ErrConfig = errors.New("invalid signature policy")
 )
 

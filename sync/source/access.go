@@ -77,10 +77,9 @@ type access struct {
 	o     *options
 	log   *slog.Logger
 
-	mu  sync.Mutex
-	rc  *regclient.RegClient
-	fp  string
-	err error
+	mu sync.Mutex
+	rc *regclient.RegClient
+	fp string
 }
 
 func newAccess(o *options, base []regclient.Opt) (*access, error) {

@@ -172,9 +172,7 @@ func New(opts ...Option) (*Client, error) {
 
 	rcOpts := []regclient.Opt{
 		regclient.WithSlog(o.logger),
-		regclient.WithRetryLimit(o.retryLimit),
-		regclient.WithRetryDelay(o.delayInit, o.delayMax),
-		regclient.WithRegOpts(reg.WithHTTPClient(hc)),
+		regclient.WithRegOpts(reg.WithRetryLimit(o.retryLimit), reg.WithDelay(o.delayInit, o.delayMax), reg.WithHTTPClient(hc)),
 		regclient.WithUserAgent("catalogsync"),
 	}
 	if o.dockerCfg {

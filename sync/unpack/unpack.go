@@ -180,7 +180,7 @@ func (u *Unpacker) add(tr *tar.Reader, hdr *tar.Header, p string, fn FileFunc) e
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		u.nodes[p] = node{kind: kindDir}
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the tar reader reports the old TypeRegA as TypeReg
 		u.nodes[p] = node{kind: kindFile}
 		if p == u.root {
 			return fmt.Errorf("%w: %q: catalog directory is a file", ErrUnsafe, hdr.Name)
@@ -210,7 +210,7 @@ func (u *Unpacker) add(tr *tar.Reader, hdr *tar.Header, p string, fn FileFunc) e
 		// when absolute; either way it must stay in the FBC directory.
 		target := hdr.Linkname
 		if !strings.HasPrefix(target, "/") {
-			target = path.Join(path.Dir(p), target)
+			target = path.Join(path.Dir(p), target) //nolint:gosec // G305: u.within checks it below
 		}
 		target = strings.TrimPrefix(path.Clean("/"+target), "/")
 		if !u.within(target) || target == u.root || target == "" {
@@ -383,7 +383,7 @@ func cleanEntry(name string) (string, error) {
 	}
 	for _, part := range strings.Split(name, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("%w: %q: path climbs out with ..", ErrUnsafe, name)
+			return "", fmt.Errorf("%w: %q: path climbs out with a \"..\" element", ErrUnsafe, name)
 		}
 	}
 	c := path.Clean(name)

@@ -97,7 +97,7 @@ func (s *stack) watchStatus() *statusLog {
 func progressOwner(u *unstructured.Unstructured) string {
 	owner := ""
 	for _, mf := range u.GetManagedFields() {
-		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `k:{\"type\":\"Progressing\"}`) &&
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `k:{\"type\":\"Progressing\"}`) &&
 			mf.Operation == metav1.ManagedFieldsOperationApply {
 			owner = mf.Manager
 		}

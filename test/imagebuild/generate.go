@@ -174,7 +174,7 @@ func copyCatalogFile(srcDir, dstDir, rel string, copies int) error {
 				if b, err = yaml.JSONToYAML(b); err != nil {
 					return err
 				}
-				outs[i].WriteString("---\n")
+				_, _ = outs[i].WriteString("---\n") // bufio keeps the error for Flush
 			}
 			if _, err := outs[i].Write(b); err != nil {
 				return err

@@ -112,7 +112,7 @@ func (s Storm) Send(ctx context.Context, client *http.Client) (time.Duration, er
 	if err != nil {
 		return d, err
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body) // drained for reuse only
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		return d, fmt.Errorf("status %s", resp.Status)

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// RaceEnv, when set to 1, builds the catalogsync binary the tests start
+// RaceEnv names the variable that, set to 1, builds the catalogsync binary the tests start
 // with the race detector, so end-to-end runs check the service too.
 const RaceEnv = "CATALOGSYNC_E2E_RACE"
 

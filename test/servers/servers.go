@@ -33,7 +33,7 @@ import (
 	"time"
 )
 
-// SkipSlowToolsEnv, when set to 1, makes Binary skip the test instead of
+// SkipSlowToolsEnv names the variable that, set to 1, makes Binary skip the test instead of
 // building a tool that is not in the cache yet.
 const SkipSlowToolsEnv = "CATALOGSYNC_SKIP_SLOW_TOOLS"
 
