@@ -157,3 +157,77 @@ func TestLeaseRetriesAfterLostSwap(t *testing.T) {
 		t.Fatalf("record %+v after %d swaps, want ours after 2", rec, h.calls())
 	}
 }
+
+// TestGCShort runs TestGC's cases on the filesystem store under -short,
+// where TestGC skips (it needs MinIO for its other backend): without it
+// GC has no -short test at all, and mutation testing sees none.
+func TestGCShort(t *testing.T) {
+	if !testing.Short() {
+		t.Skip("TestGC runs these on both backends")
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, storage.Store)
+	}{
+		{"KeepNewest", testGCKeepNewest},
+		{"GraceFromLastSwap", testGCGraceFromLastSwap},
+		{"LRUBySize", testGCLRUBySize},
+		{"RemovedCatalogs", testGCRemovedCatalogs},
+		{"Incomplete", testGCIncomplete},
+		{"DryRun", testGCDryRun},
+		{"Republished", testGCRepublished},
+		{"PublishedAfterListing", testGCPublishedAfterListing},
+		{"LeavesWhatItDoesNotKnow", testGCLeavesUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+	}
+}
+
+// The grace period and the unconfigured age are inclusive: content out of
+// reach for exactly Grace goes, a nanosecond less stays; a catalog
+// untouched for exactly UnconfiguredAge goes, a nanosecond less stays.
+func TestGCAgesAtTheBoundary(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	d0, d1 := digestOf("b0"), digestOf("b1")
+	gcContent(t, s, "b", d0, gcBase, 3)
+	gcContent(t, s, "b", d1, gcBase.Add(time.Hour), 3)
+	publish(t, s, "b", d0, gcBase)
+	publish(t, s, "b", d1, gcBase.Add(time.Hour))
+	newest := func(prefix string) (last time.Time) {
+		l, err := s.List(ctx, prefix)
+		if err != nil || len(l) == 0 {
+			t.Fatalf("List(%s) = %v, %v", prefix, l, err)
+		}
+		for _, in := range l {
+			last = gcLater(last, in.ModTime)
+		}
+		return last
+	}
+	// d0 was reachable until the swap, the pointer's last write.
+	swap := newest(catalogPrefix("b") + currentFile)
+	const grace = time.Hour
+	at := func(t time.Time) func() time.Time { return func() time.Time { return t } }
+	rep := gcRunT(t, s, GCOptions{Keep: -1, Grace: grace, DryRun: true, Now: at(swap.Add(grace - 1))})
+	if r := gcReasons(rep.Kept)["b "+d0]; r != GCInGrace {
+		t.Fatalf("a nanosecond before the grace ends: d0 %q, want kept in grace", r)
+	}
+	rep = gcRunT(t, s, GCOptions{Keep: -1, Grace: grace, DryRun: true, Now: at(swap.Add(grace))})
+	if r := gcReasons(rep.Deleted)["b "+d0]; r != GCOld {
+		t.Fatalf("when the grace ends: d0 %q, want deleted", r)
+	}
+
+	gcContent(t, s, "gone", digestOf("g0"), gcBase, 3)
+	touched := newest(catalogPrefix("gone"))
+	const age = 2 * time.Hour
+	removed := func(now time.Time) bool {
+		rep := gcRunT(t, s, GCOptions{Catalogs: []string{"b"}, Grace: grace, UnconfiguredAge: age, DryRun: true, Now: at(now)})
+		return gcReasons(rep.Deleted)["gone "] == GCRemovedCatalog
+	}
+	if removed(touched.Add(age - 1)) {
+		t.Fatal("unconfigured catalog removed a nanosecond before its age")
+	}
+	if !removed(touched.Add(age)) {
+		t.Fatal("unconfigured catalog not removed at its age")
+	}
+}
