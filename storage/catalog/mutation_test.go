@@ -231,3 +231,28 @@ func TestGCAgesAtTheBoundary(t *testing.T) {
 		t.Fatal("unconfigured catalog not removed at its age")
 	}
 }
+
+// Evicting down to exactly the size cap meets it: no problem reported.
+func TestGCCapMetExactly(t *testing.T) {
+	s := newStore(t)
+	a1, a2, ac := digestOf("x1"), digestOf("x2"), digestOf("xc")
+	var limit int64
+	for i, d := range []string{a1, a2, ac} {
+		m := gcContent(t, s, "a", d, gcBase.Add(time.Duration(i)*time.Hour), 20)
+		if d == a2 {
+			in, err := s.Stat(context.Background(), contentPrefix("a", d)+metaFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			limit = m.Size + m.IndexSize + m.GraphQLSize + in.Size // room for a2 alone
+		}
+	}
+	publish(t, s, "a", ac, gcBase)
+	rep := gcRunT(t, s, GCOptions{MaxInactiveBytes: limit, Now: gcAfterGrace})
+	if r := gcReasons(rep.Deleted); len(r) != 1 || r["a "+a1] != GCOverSize || rep.InactiveBytes != limit {
+		t.Fatalf("deleted %v, inactive %d bytes; want a1 over the cap, %d", r, rep.InactiveBytes, limit)
+	}
+	if len(rep.Problems) != 0 {
+		t.Fatalf("cap met, but problems %q", rep.Problems)
+	}
+}
