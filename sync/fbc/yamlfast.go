@@ -678,8 +678,37 @@ func (f *fastYAML) singleQuoted(q, parent int) ([]byte, int) {
 func (f *fastYAML) blockScalar(q, parent int) node {
 	src, a := f.src, f.a
 	literal := src[q] == '|'
-	p := q + 1
-	chomp, increment := 0, 0
+	chomp, increment, p := blockHeader(src, q+1)
+	f.endOfLine(p)
+	indent := 0
+	if increment > 0 {
+		indent = parent + increment
+	}
+	// Leading empty lines, and the indentation if it is not given.
+	p, col, trailing, maxIndent := blankLines(src, f.pos, indent)
+	if indent == 0 {
+		if p < len(src) && col < maxIndent {
+			bail() // a blank line indented deeper than the content
+		}
+		indent = max(maxIndent, parent+1, 1)
+	}
+	start := len(a.strs)
+	p, trailing, leadingBreak := f.blockLines(p, col, indent, trailing, literal)
+	if chomp != -1 && leadingBreak {
+		a.strs = append(a.strs, '\n')
+	}
+	if chomp == 1 {
+		for ; trailing > 0; trailing-- {
+			a.strs = append(a.strs, '\n')
+		}
+	}
+	f.pos = p
+	return node{kind: kStr, s: a.strs[start:len(a.strs):len(a.strs)]}
+}
+
+// blockHeader reads the chomping (+ keep, - strip) and indentation
+// indicators that follow | or > at p, in either order.
+func blockHeader(src []byte, p int) (chomp, increment, next int) {
 	isDigit := func(c byte) bool { return c >= '1' && c <= '9' }
 	switch c := src[p]; {
 	case c == '+' || c == '-':
@@ -703,15 +732,14 @@ func (f *fastYAML) blockScalar(q, parent int) node {
 			p++
 		}
 	}
-	f.endOfLine(p)
-	p = f.pos
-	indent := 0
-	if increment > 0 {
-		indent = parent + increment
-	}
-	// Leading empty lines, and the indentation if it is not given.
-	trailing, maxIndent := 0, 0
-	col := 0
+	return chomp, increment, p
+}
+
+// blankLines skips the empty lines from p, counting the spaces of each up
+// to indent (all of them when indent is 0). It returns where the next
+// non-empty line starts, that line's counted indentation, the number of
+// empty lines and the deepest indentation seen.
+func blankLines(src []byte, p, indent int) (next, col, n, maxIndent int) {
 	for p < len(src) {
 		col = 0
 		for (indent == 0 || col < indent) && src[p+col] == ' ' {
@@ -719,20 +747,21 @@ func (f *fastYAML) blockScalar(q, parent int) node {
 		}
 		maxIndent = max(maxIndent, col)
 		if src[p+col] != '\n' {
-			break
+			return p, col, n, maxIndent
 		}
-		trailing++
+		n++
 		p += col + 1
-		col = 0
 	}
-	if indent == 0 {
-		if p < len(src) && col < maxIndent {
-			bail() // a blank line indented deeper than the content
-		}
-		indent = max(maxIndent, parent+1, 1)
-	}
-	start := len(a.strs)
-	leadingBreak, leadingBlank := false, false
+	return p, 0, n, maxIndent
+}
+
+// blockLines appends the content lines of a block scalar, the first at p
+// indented by col, folding line breaks unless literal. It returns where
+// the scalar ends, the empty lines pending at its end, and whether any
+// line was read.
+func (f *fastYAML) blockLines(p, col, indent, trailing int, literal bool) (next, pending int, leadingBreak bool) {
+	src, a := f.src, f.a
+	leadingBlank := false
 	for col == indent && p+col < len(src) {
 		c := p + col // first content character of the line
 		trailingBlank := src[c] == ' '
@@ -750,31 +779,11 @@ func (f *fastYAML) blockScalar(q, parent int) node {
 		e := lineEnd(src, c)
 		a.strs = append(a.strs, src[c:e]...)
 		leadingBreak = true
-		p = e + 1
-		col = 0
-		for p < len(src) {
-			col = 0
-			for col < indent && src[p+col] == ' ' {
-				col++
-			}
-			if src[p+col] != '\n' {
-				break
-			}
-			trailing++
-			p += col + 1
-			col = 0
-		}
+		var n int
+		p, col, n, _ = blankLines(src, e+1, indent)
+		trailing += n
 	}
-	if chomp != -1 && leadingBreak {
-		a.strs = append(a.strs, '\n')
-	}
-	if chomp == 1 {
-		for ; trailing > 0; trailing-- {
-			a.strs = append(a.strs, '\n')
-		}
-	}
-	f.pos = p
-	return node{kind: kStr, s: a.strs[start:len(a.strs):len(a.strs)]}
+	return p, trailing, leadingBreak
 }
 
 // resolveTable mirrors yaml.v2's first-character hints for plain scalars.
