@@ -503,87 +503,107 @@ func (f *fastYAML) doubleQuoted(q, parent int) ([]byte, int) {
 	}
 	start := len(a.strs)
 	for {
-		// Non-blank characters.
-		leadingBlanks := false
-		for {
-			c := src[p]
-			if c == ' ' || c == '\n' || c == '"' {
-				break
-			}
-			if c != '\\' {
-				a.strs = append(a.strs, c)
-				p++
-				continue
-			}
-			e := src[p+1]
-			if e == '\n' { // escaped line break: join without a space
-				if parent < 0 {
-					bail()
-				}
-				p += 2
-				f.continuation(p, parent)
-				leadingBlanks = true
-				break
-			}
-			p += 2
-			switch e {
-			case '0':
-				a.strs = append(a.strs, 0)
-			case 'a':
-				a.strs = append(a.strs, '\a')
-			case 'b':
-				a.strs = append(a.strs, '\b')
-			case 't':
-				a.strs = append(a.strs, '\t')
-			case 'n':
-				a.strs = append(a.strs, '\n')
-			case 'v':
-				a.strs = append(a.strs, '\v')
-			case 'f':
-				a.strs = append(a.strs, '\f')
-			case 'r':
-				a.strs = append(a.strs, '\r')
-			case 'e':
-				a.strs = append(a.strs, 0x1B)
-			case ' ', '"', '\'', '\\':
-				a.strs = append(a.strs, e)
-			case 'N':
-				a.strs = append(a.strs, "\u0085"...)
-			case '_':
-				a.strs = append(a.strs, "\u00A0"...)
-			case 'L':
-				a.strs = append(a.strs, "\u2028"...)
-			case 'P':
-				a.strs = append(a.strs, "\u2029"...)
-			case 'x', 'u', 'U':
-				n := 2
-				if e == 'u' {
-					n = 4
-				} else if e == 'U' {
-					n = 8
-				}
-				var r rune
-				for k := range n {
-					d := unhex(src[p+k])
-					if d < 0 {
-						bail()
-					}
-					r = r<<4 | rune(d)
-				}
-				if r >= 0xD800 && r <= 0xDFFF || r > 0x10FFFF {
-					bail()
-				}
-				a.strs = utf8.AppendRune(a.strs, r)
-				p += n
-			default:
-				bail()
-			}
-		}
+		var leadingBlanks bool
+		p, leadingBlanks = f.doubleQuotedRun(p, parent)
 		if src[p] == '"' {
 			return a.strs[start:len(a.strs):len(a.strs)], p + 1
 		}
 		p = f.foldBlanks(p, parent, leadingBlanks)
 	}
+}
+
+// doubleQuotedRun appends the non-blank characters from p, decoding
+// escapes, up to a blank, a line break or the closing quote. It reports
+// whether it stopped after an escaped line break, which joins the lines
+// without a space.
+func (f *fastYAML) doubleQuotedRun(p, parent int) (next int, leadingBlanks bool) {
+	src, a := f.src, f.a
+	for {
+		c := src[p]
+		if c == ' ' || c == '\n' || c == '"' {
+			return p, false
+		}
+		if c != '\\' {
+			a.strs = append(a.strs, c)
+			p++
+			continue
+		}
+		e := src[p+1]
+		if e == '\n' {
+			if parent < 0 {
+				bail()
+			}
+			p += 2
+			f.continuation(p, parent)
+			return p, true
+		}
+		p = f.escape(e, p+2)
+	}
+}
+
+// escape appends what the escape \e stands for; p is just past e. It
+// returns the offset past the escape's digits, if any.
+func (f *fastYAML) escape(e byte, p int) int {
+	a := f.a
+	switch e {
+	case '0':
+		a.strs = append(a.strs, 0)
+	case 'a':
+		a.strs = append(a.strs, '\a')
+	case 'b':
+		a.strs = append(a.strs, '\b')
+	case 't':
+		a.strs = append(a.strs, '\t')
+	case 'n':
+		a.strs = append(a.strs, '\n')
+	case 'v':
+		a.strs = append(a.strs, '\v')
+	case 'f':
+		a.strs = append(a.strs, '\f')
+	case 'r':
+		a.strs = append(a.strs, '\r')
+	case 'e':
+		a.strs = append(a.strs, 0x1B)
+	case ' ', '"', '\'', '\\':
+		a.strs = append(a.strs, e)
+	case 'N':
+		a.strs = append(a.strs, "\u0085"...)
+	case '_':
+		a.strs = append(a.strs, "\u00A0"...)
+	case 'L':
+		a.strs = append(a.strs, "\u2028"...)
+	case 'P':
+		a.strs = append(a.strs, "\u2029"...)
+	case 'x', 'u', 'U':
+		return f.hexEscape(e, p)
+	default:
+		bail()
+	}
+	return p
+}
+
+// hexEscape appends the code point of a \x, \u or \U escape whose hex
+// digits start at p, and returns the offset past them.
+func (f *fastYAML) hexEscape(e byte, p int) int {
+	n := 2
+	if e == 'u' {
+		n = 4
+	} else if e == 'U' {
+		n = 8
+	}
+	var r rune
+	for k := range n {
+		d := unhex(f.src[p+k])
+		if d < 0 {
+			bail()
+		}
+		r = r<<4 | rune(d)
+	}
+	if r >= 0xD800 && r <= 0xDFFF || r > 0x10FFFF {
+		bail()
+	}
+	f.a.strs = utf8.AppendRune(f.a.strs, r)
+	return p + n
 }
 
 // foldBlanks consumes spaces and line breaks inside a quoted scalar and
