@@ -116,79 +116,97 @@ func (p *parser) runJSON() error {
 	pos := 0 // end of the last decoded value
 	for {
 		w.keep = pos
-		line := p.lineAt(pos)
-		start := pos
-		for {
-			for start < w.end() && isJSONSpace(w.buf[start-w.base]) {
-				start++
-			}
-			if start < w.end() || !w.fill() {
-				break
-			}
-		}
+		p.lineAt(pos) // count lines while the buffer still holds them
+		start := p.skipJSONSpace(pos)
 		if w.err != nil {
 			return w.err
 		}
 		if start == w.end() {
 			return nil
 		}
-		line = p.lineAt(start)
-		var derr error
-		end := start
-		switch w.buf[start-w.base] {
-		case '{':
-			end = p.scanJSONObject(start)
-			if w.err != nil {
-				return w.err
-			}
-			p.a.reset()
-			jp := jsonParser{a: &p.a, src: w.bytes(start, end)}
-			root, err := jp.value()
-			if err == nil {
-				var schema, pkg, name string
-				schema, pkg, name, err = p.a.meta(root)
-				if err == nil {
-					if err := p.emit(line, root, schema, pkg, name); err != nil {
-						return err
-					}
-					pos = end
-					continue
-				}
-			}
-			derr = err
-		case 'n':
-			for w.end()-start < 4 && w.fill() {
-			}
-			if bytes.HasPrefix(w.bytes(start, w.end()), []byte("null")) {
-				// catalogd stores it as "null"; validation refuses it.
-				p.a.reset()
-				if err := p.emit(line, node{kind: kNull}, "", "", ""); err != nil {
-					return err
-				}
-				pos = start + 4
-				continue
-			}
-			derr = errors.New("invalid JSON value")
-		default:
-			derr = fmt.Errorf("expected a JSON object, found %q", w.buf[start-w.base])
+		line := p.lineAt(start)
+		end, derr, err := p.decodeJSON(start, line)
+		if err != nil {
+			return err
 		}
-		// A huge object that is not JSON is no YAML flow mapping either in
-		// practice; decoding it again with yaml.v2 would cost many times
-		// its size.
-		if p.docs > 1 || end-start > maxYAMLRetry {
-			return p.invalid(line, derr)
+		if derr == nil {
+			pos = end
+			continue
 		}
-		// Like YAMLOrJSONDecoder: rewind to the end of the last good
-		// value, eat white space up to a newline and retry as YAML.
-		yamlStart, ok := p.consumeWhitespace(pos)
-		if w.err != nil {
-			return w.err
-		}
-		if !ok {
-			return p.invalid(line, derr)
-		}
-		return p.runYAML(yamlStart, p.lineAt(yamlStart), derr)
+		return p.retryAsYAML(pos, line, end-start, derr)
 	}
+}
+
+// skipJSONSpace returns the offset of the first non-space byte from
+// start, reading more input as needed; at the end of input it is w.end().
+func (p *parser) skipJSONSpace(start int) int {
+	w := &p.w
+	for {
+		for start < w.end() && isJSONSpace(w.buf[start-w.base]) {
+			start++
+		}
+		if start < w.end() || !w.fill() {
+			return start
+		}
+	}
+}
+
+// decodeJSON decodes and emits the value at start. On success it returns
+// the value's end. Otherwise derr says why it is not JSON and end is how
+// far the attempt read; err is an error that ends the run.
+func (p *parser) decodeJSON(start, line int) (end int, derr, err error) {
+	w := &p.w
+	switch w.buf[start-w.base] {
+	case '{':
+		end = p.scanJSONObject(start)
+		if w.err != nil {
+			return end, nil, w.err
+		}
+		p.a.reset()
+		jp := jsonParser{a: &p.a, src: w.bytes(start, end)}
+		root, err := jp.value()
+		if err != nil {
+			return end, err, nil
+		}
+		schema, pkg, name, err := p.a.meta(root)
+		if err != nil {
+			return end, err, nil
+		}
+		return end, nil, p.emit(line, root, schema, pkg, name)
+	case 'n':
+		for w.end()-start < 4 && w.fill() {
+		}
+		if bytes.HasPrefix(w.bytes(start, w.end()), []byte("null")) {
+			// catalogd stores it as "null"; validation refuses it.
+			p.a.reset()
+			return start + 4, nil, p.emit(line, node{kind: kNull}, "", "", "")
+		}
+		return start, errors.New("invalid JSON value"), nil
+	default:
+		return start, fmt.Errorf("expected a JSON object, found %q", w.buf[start-w.base]), nil
+	}
+}
+
+// retryAsYAML handles a value that failed to decode as JSON (derr), size
+// bytes long, after the last good value ended at pos.
+func (p *parser) retryAsYAML(pos, line, size int, derr error) error {
+	w := &p.w
+	// A huge object that is not JSON is no YAML flow mapping either in
+	// practice; decoding it again with yaml.v2 would cost many times
+	// its size.
+	if p.docs > 1 || size > maxYAMLRetry {
+		return p.invalid(line, derr)
+	}
+	// Like YAMLOrJSONDecoder: rewind to the end of the last good
+	// value, eat white space up to a newline and retry as YAML.
+	yamlStart, ok := p.consumeWhitespace(pos)
+	if w.err != nil {
+		return w.err
+	}
+	if !ok {
+		return p.invalid(line, derr)
+	}
+	return p.runYAML(yamlStart, p.lineAt(yamlStart), derr)
 }
 
 // scanJSONObject finds the end of the object at start by bracket matching

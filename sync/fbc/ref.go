@@ -171,110 +171,129 @@ func is(key []byte, name string) bool { return bytes.EqualFold(key, []byte(name)
 
 // ref reads what validation needs from a known schema's root object.
 func (a *arena) ref(root node, schema string) *Ref {
-	ref := &Ref{}
-	r := &refReader{a: a, ref: ref}
+	r := &refReader{a: a, ref: &Ref{}}
 	switch schema {
 	case SchemaPackage:
-		r.fields(root, field(schema), func(k []byte, v node) {
-			switch {
-			case is(k, "schema"), is(k, "name"), is(k, "description"):
-				r.str(nil, v, field(string(k)))
-			case is(k, "defaultChannel"):
-				r.str(&ref.DefaultChannel, v, field("defaultChannel"))
-			case is(k, "icon"):
-				r.fields(v, field("icon"), func(k []byte, v node) {
-					switch {
-					case is(k, "base64data"):
-						r.bytes(v, field("icon.base64data"))
-					case is(k, "mediatype"):
-						r.str(nil, v, field("icon.mediatype"))
-					}
-				})
-			case is(k, "properties"):
-				r.properties(v, nil)
-			}
-		})
+		r.pkg(root, schema)
 	case SchemaChannel:
-		r.fields(root, field(schema), func(k []byte, v node) {
-			switch {
-			case is(k, "schema"), is(k, "name"), is(k, "package"):
-				r.str(nil, v, field(string(k)))
-			case is(k, "entries"):
-				ref.Entries = nil
-				r.elems(v, field("entries"), func(i int, e node) {
-					var ce ChannelEntry
-					w := at{"entries", i, "", ""}
-					r.fields(e, w, func(k []byte, v node) {
-						switch {
-						case is(k, "name"):
-							r.str(&ce.Name, v, w.dot("name"))
-						case is(k, "replaces"):
-							r.str(&ce.Replaces, v, w.dot("replaces"))
-						case is(k, "skipRange"):
-							r.str(nil, v, w.dot("skipRange"))
-						case is(k, "skips"):
-							r.strs(&ce.Skips, v, w.dot("skips"))
-						}
-					})
-					ref.Entries = append(ref.Entries, ce)
-				})
-			case is(k, "properties"):
-				r.properties(v, nil)
-			}
-		})
+		r.channel(root, schema)
 	case SchemaBundle:
-		r.fields(root, field(schema), func(k []byte, v node) {
-			switch {
-			case is(k, "schema"), is(k, "name"), is(k, "package"):
-				r.str(nil, v, field(string(k)))
-			case is(k, "image"):
-				r.str(&ref.Image, v, field("image"))
-			case is(k, "properties"):
-				r.properties(v, ref)
-			case is(k, "relatedImages"):
-				r.elems(v, field("relatedImages"), func(i int, e node) {
-					w := at{"relatedImages", i, "", ""}
-					r.fields(e, w, func(k []byte, v node) {
-						if is(k, "name") || is(k, "image") {
-							r.str(nil, v, w.dot(string(k)))
-						}
-					})
-				})
-			}
-		})
+		r.bundle(root, schema)
 	case SchemaDeprecations:
-		r.fields(root, field(schema), func(k []byte, v node) {
-			switch {
-			case is(k, "schema"), is(k, "package"):
-				r.str(nil, v, field(string(k)))
-			case is(k, "entries"):
-				ref.Deprecations = nil
-				r.elems(v, field("entries"), func(i int, e node) {
-					var de DeprecationEntry
-					w := at{"entries", i, "", ""}
-					r.fields(e, w, func(k []byte, v node) {
-						switch {
-						case is(k, "message"):
-							r.str(&de.Message, v, w.dot("message"))
-						case is(k, "reference"):
-							r.fields(v, w.dot("reference"), func(k []byte, v node) {
-								switch {
-								case is(k, "schema"):
-									r.str(&de.Schema, v, w.dot("reference.schema"))
-								case is(k, "name"):
-									r.str(&de.Name, v, w.dot("reference.name"))
-								}
-							})
-						}
-					})
-					ref.Deprecations = append(ref.Deprecations, de)
-				})
-			}
-		})
+		r.deprecations(root, schema)
 	default:
 		return nil
 	}
-	return ref
+	return r.ref
+}
+
+func (r *refReader) pkg(root node, schema string) {
+	r.fields(root, field(schema), func(k []byte, v node) {
+		switch {
+		case is(k, "schema"), is(k, "name"), is(k, "description"):
+			r.str(nil, v, field(string(k)))
+		case is(k, "defaultChannel"):
+			r.str(&r.ref.DefaultChannel, v, field("defaultChannel"))
+		case is(k, "icon"):
+			r.fields(v, field("icon"), func(k []byte, v node) {
+				switch {
+				case is(k, "base64data"):
+					r.bytes(v, field("icon.base64data"))
+				case is(k, "mediatype"):
+					r.str(nil, v, field("icon.mediatype"))
+				}
+			})
+		case is(k, "properties"):
+			r.properties(v, nil)
+		}
+	})
+}
+
+func (r *refReader) channel(root node, schema string) {
+	r.fields(root, field(schema), func(k []byte, v node) {
+		switch {
+		case is(k, "schema"), is(k, "name"), is(k, "package"):
+			r.str(nil, v, field(string(k)))
+		case is(k, "entries"):
+			r.ref.Entries = nil
+			r.elems(v, field("entries"), r.channelEntry)
+		case is(k, "properties"):
+			r.properties(v, nil)
+		}
+	})
+}
+
+func (r *refReader) channelEntry(i int, e node) {
+	var ce ChannelEntry
+	w := at{"entries", i, "", ""}
+	r.fields(e, w, func(k []byte, v node) {
+		switch {
+		case is(k, "name"):
+			r.str(&ce.Name, v, w.dot("name"))
+		case is(k, "replaces"):
+			r.str(&ce.Replaces, v, w.dot("replaces"))
+		case is(k, "skipRange"):
+			r.str(nil, v, w.dot("skipRange"))
+		case is(k, "skips"):
+			r.strs(&ce.Skips, v, w.dot("skips"))
+		}
+	})
+	r.ref.Entries = append(r.ref.Entries, ce)
+}
+
+func (r *refReader) bundle(root node, schema string) {
+	r.fields(root, field(schema), func(k []byte, v node) {
+		switch {
+		case is(k, "schema"), is(k, "name"), is(k, "package"):
+			r.str(nil, v, field(string(k)))
+		case is(k, "image"):
+			r.str(&r.ref.Image, v, field("image"))
+		case is(k, "properties"):
+			r.properties(v, r.ref)
+		case is(k, "relatedImages"):
+			r.elems(v, field("relatedImages"), func(i int, e node) {
+				w := at{"relatedImages", i, "", ""}
+				r.fields(e, w, func(k []byte, v node) {
+					if is(k, "name") || is(k, "image") {
+						r.str(nil, v, w.dot(string(k)))
+					}
+				})
+			})
+		}
+	})
+}
+
+func (r *refReader) deprecations(root node, schema string) {
+	r.fields(root, field(schema), func(k []byte, v node) {
+		switch {
+		case is(k, "schema"), is(k, "package"):
+			r.str(nil, v, field(string(k)))
+		case is(k, "entries"):
+			r.ref.Deprecations = nil
+			r.elems(v, field("entries"), r.deprecationEntry)
+		}
+	})
+}
+
+func (r *refReader) deprecationEntry(i int, e node) {
+	var de DeprecationEntry
+	w := at{"entries", i, "", ""}
+	r.fields(e, w, func(k []byte, v node) {
+		switch {
+		case is(k, "message"):
+			r.str(&de.Message, v, w.dot("message"))
+		case is(k, "reference"):
+			r.fields(v, w.dot("reference"), func(k []byte, v node) {
+				switch {
+				case is(k, "schema"):
+					r.str(&de.Schema, v, w.dot("reference.schema"))
+				case is(k, "name"):
+					r.str(&de.Name, v, w.dot("reference.name"))
+				}
+			})
+		}
+	})
+	r.ref.Deprecations = append(r.ref.Deprecations, de)
 }
 
 // properties reads a properties list. For bundles (ref != nil) it also

@@ -99,54 +99,31 @@ func (s *splitter) next() (doc []byte, line int, err error) {
 	copied := false // the document lives in s.scratch
 	s.scratch = s.scratch[:0]
 	for {
-		// Find the next line.
-		from := s.pos
-		var nl int
-		for {
-			if i := bytes.IndexByte(w.bytes(from, w.end()), '\n'); i >= 0 {
-				nl = from + i
-				break
+		nl, err := s.newline()
+		if err != nil {
+			return nil, 0, err
+		}
+		if nl < 0 && s.pos == w.end() {
+			// ReadLine's final io.EOF: the document so far is the last one.
+			if copied || docEnd > start {
+				return s.doc(start, docEnd, copied), startLine, nil
 			}
-			from = w.end()
-			if !w.fill() {
-				if w.err != nil {
-					return nil, 0, w.err
-				}
-				nl = -1
-				break
-			}
+			return nil, 0, io.EOF
 		}
 		var raw []byte
-		next := 0
-		if nl < 0 {
-			if s.pos == w.end() {
-				// ReadLine's final io.EOF: the document so far is the last one.
-				if copied {
-					return s.scratch, startLine, nil
-				}
-				if docEnd > start {
-					return w.bytes(start, docEnd), startLine, nil
-				}
-				return nil, 0, io.EOF
-			}
-			raw = w.bytes(s.pos, w.end())
-			next = w.end()
+		next := w.end()
+		if nl >= 0 {
+			raw, next = w.bytes(s.pos, nl), nl+1
 		} else {
-			raw = w.bytes(s.pos, nl)
-			next = nl + 1
+			raw = w.bytes(s.pos, next)
 		}
-		lineNo := s.line
 		if bytes.HasPrefix(raw, []byte("---")) {
-			rest := strings.TrimSpace(string(bytes.TrimSuffix(raw[3:], []byte("\r"))))
-			if rest != "" && rest[0] != '#' {
-				return nil, 0, fmt.Errorf("line %d: %w: %s", lineNo, errSeparator, rest)
+			if err := separator(raw, s.line); err != nil {
+				return nil, 0, err
 			}
 			if copied || docEnd > start {
 				s.pos, s.line = next, s.line+1
-				if copied {
-					return s.scratch, startLine, nil
-				}
-				return w.bytes(start, docEnd), startLine, nil
+				return s.doc(start, docEnd, copied), startLine, nil
 			}
 		}
 		// Append the line to the document.
@@ -167,4 +144,39 @@ func (s *splitter) next() (doc []byte, line int, err error) {
 		}
 		s.pos, s.line = next, s.line+1
 	}
+}
+
+// newline returns the offset of the newline that ends the line at s.pos,
+// reading more input as needed; -1 when the input ends first.
+func (s *splitter) newline() (int, error) {
+	w := s.w
+	from := s.pos
+	for {
+		if i := bytes.IndexByte(w.bytes(from, w.end()), '\n'); i >= 0 {
+			return from + i, nil
+		}
+		from = w.end()
+		if !w.fill() {
+			return -1, w.err
+		}
+	}
+}
+
+// separator checks a line that starts with "---": only a comment may
+// follow it.
+func separator(raw []byte, lineNo int) error {
+	rest := strings.TrimSpace(string(bytes.TrimSuffix(raw[3:], []byte("\r"))))
+	if rest != "" && rest[0] != '#' {
+		return fmt.Errorf("line %d: %w: %s", lineNo, errSeparator, rest)
+	}
+	return nil
+}
+
+// doc is the document read so far: verbatim input up to docEnd, or the
+// rewritten copy.
+func (s *splitter) doc(start, docEnd int, copied bool) []byte {
+	if copied {
+		return s.scratch
+	}
+	return s.w.bytes(start, docEnd)
 }

@@ -179,7 +179,34 @@ func (a *arena) meta(root node) (schema, pkg, name string, err error) {
 		return "", "", "", nil
 	}
 	n := int(root.n)
-	// Fold every key into a.fold; a.folds holds the end offsets.
+	a.foldKeys(root, n)
+	if err := a.duplicateKeys(root, n); err != nil {
+		return "", "", "", err
+	}
+	for i := range n {
+		var dst *string
+		switch string(a.folded(i)) {
+		case "schema":
+			dst = &schema
+		case "package":
+			dst = &pkg
+		case "name":
+			dst = &name
+		default:
+			continue
+		}
+		v := a.child(root, 2*i+1)
+		if v.kind != kStr {
+			return "", "", "", fmt.Errorf("expected value for key %q to be a string, got %s", a.child(root, 2*i).s, v.kind)
+		}
+		*dst = string(v.s)
+	}
+	return schema, pkg, name, nil
+}
+
+// foldKeys folds the n keys of root into a.fold; a.folds holds the end
+// offsets.
+func (a *arena) foldKeys(root node, n int) {
 	a.fold, a.folds = a.fold[:0], a.folds[:0]
 	var caser *cases.Caser
 	for i := range n {
@@ -207,43 +234,31 @@ func (a *arena) meta(root node) (schema, pkg, name string, err error) {
 		}
 		a.folds = append(a.folds, len(a.fold))
 	}
-	folded := func(i int) []byte {
-		start := 0
-		if i > 0 {
-			start = a.folds[i-1]
-		}
-		return a.fold[start:a.folds[i]]
+}
+
+// folded is key i as foldKeys folded it.
+func (a *arena) folded(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = a.folds[i-1]
 	}
+	return a.fold[start:a.folds[i]]
+}
+
+// duplicateKeys reports every pair of the n keys of root that fold alike.
+func (a *arena) duplicateKeys(root node, n int) error {
 	var errs []error
 	for i := range n {
 		for j := i + 1; j < n; j++ {
-			if bytes.Equal(folded(i), folded(j)) {
-				errs = append(errs, fmt.Errorf("duplicate keys for key %q: [%s %s]", folded(i), a.child(root, 2*i).s, a.child(root, 2*j).s))
+			if bytes.Equal(a.folded(i), a.folded(j)) {
+				errs = append(errs, fmt.Errorf("duplicate keys for key %q: [%s %s]", a.folded(i), a.child(root, 2*i).s, a.child(root, 2*j).s))
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return "", "", "", errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
 	}
-	for i := range n {
-		var dst *string
-		switch string(folded(i)) {
-		case "schema":
-			dst = &schema
-		case "package":
-			dst = &pkg
-		case "name":
-			dst = &name
-		default:
-			continue
-		}
-		v := a.child(root, 2*i+1)
-		if v.kind != kStr {
-			return "", "", "", fmt.Errorf("expected value for key %q to be a string, got %s", a.child(root, 2*i).s, v.kind)
-		}
-		*dst = string(v.s)
-	}
-	return schema, pkg, name, nil
+	return errors.Join(errs...)
 }
 
 func (k kind) String() string {

@@ -503,87 +503,107 @@ func (f *fastYAML) doubleQuoted(q, parent int) ([]byte, int) {
 	}
 	start := len(a.strs)
 	for {
-		// Non-blank characters.
-		leadingBlanks := false
-		for {
-			c := src[p]
-			if c == ' ' || c == '\n' || c == '"' {
-				break
-			}
-			if c != '\\' {
-				a.strs = append(a.strs, c)
-				p++
-				continue
-			}
-			e := src[p+1]
-			if e == '\n' { // escaped line break: join without a space
-				if parent < 0 {
-					bail()
-				}
-				p += 2
-				f.continuation(p, parent)
-				leadingBlanks = true
-				break
-			}
-			p += 2
-			switch e {
-			case '0':
-				a.strs = append(a.strs, 0)
-			case 'a':
-				a.strs = append(a.strs, '\a')
-			case 'b':
-				a.strs = append(a.strs, '\b')
-			case 't':
-				a.strs = append(a.strs, '\t')
-			case 'n':
-				a.strs = append(a.strs, '\n')
-			case 'v':
-				a.strs = append(a.strs, '\v')
-			case 'f':
-				a.strs = append(a.strs, '\f')
-			case 'r':
-				a.strs = append(a.strs, '\r')
-			case 'e':
-				a.strs = append(a.strs, 0x1B)
-			case ' ', '"', '\'', '\\':
-				a.strs = append(a.strs, e)
-			case 'N':
-				a.strs = append(a.strs, "\u0085"...)
-			case '_':
-				a.strs = append(a.strs, "\u00A0"...)
-			case 'L':
-				a.strs = append(a.strs, "\u2028"...)
-			case 'P':
-				a.strs = append(a.strs, "\u2029"...)
-			case 'x', 'u', 'U':
-				n := 2
-				if e == 'u' {
-					n = 4
-				} else if e == 'U' {
-					n = 8
-				}
-				var r rune
-				for k := range n {
-					d := unhex(src[p+k])
-					if d < 0 {
-						bail()
-					}
-					r = r<<4 | rune(d)
-				}
-				if r >= 0xD800 && r <= 0xDFFF || r > 0x10FFFF {
-					bail()
-				}
-				a.strs = utf8.AppendRune(a.strs, r)
-				p += n
-			default:
-				bail()
-			}
-		}
+		var leadingBlanks bool
+		p, leadingBlanks = f.doubleQuotedRun(p, parent)
 		if src[p] == '"' {
 			return a.strs[start:len(a.strs):len(a.strs)], p + 1
 		}
 		p = f.foldBlanks(p, parent, leadingBlanks)
 	}
+}
+
+// doubleQuotedRun appends the non-blank characters from p, decoding
+// escapes, up to a blank, a line break or the closing quote. It reports
+// whether it stopped after an escaped line break, which joins the lines
+// without a space.
+func (f *fastYAML) doubleQuotedRun(p, parent int) (next int, leadingBlanks bool) {
+	src, a := f.src, f.a
+	for {
+		c := src[p]
+		if c == ' ' || c == '\n' || c == '"' {
+			return p, false
+		}
+		if c != '\\' {
+			a.strs = append(a.strs, c)
+			p++
+			continue
+		}
+		e := src[p+1]
+		if e == '\n' {
+			if parent < 0 {
+				bail()
+			}
+			p += 2
+			f.continuation(p, parent)
+			return p, true
+		}
+		p = f.escape(e, p+2)
+	}
+}
+
+// escape appends what the escape \e stands for; p is just past e. It
+// returns the offset past the escape's digits, if any.
+func (f *fastYAML) escape(e byte, p int) int {
+	a := f.a
+	switch e {
+	case '0':
+		a.strs = append(a.strs, 0)
+	case 'a':
+		a.strs = append(a.strs, '\a')
+	case 'b':
+		a.strs = append(a.strs, '\b')
+	case 't':
+		a.strs = append(a.strs, '\t')
+	case 'n':
+		a.strs = append(a.strs, '\n')
+	case 'v':
+		a.strs = append(a.strs, '\v')
+	case 'f':
+		a.strs = append(a.strs, '\f')
+	case 'r':
+		a.strs = append(a.strs, '\r')
+	case 'e':
+		a.strs = append(a.strs, 0x1B)
+	case ' ', '"', '\'', '\\':
+		a.strs = append(a.strs, e)
+	case 'N':
+		a.strs = append(a.strs, "\u0085"...)
+	case '_':
+		a.strs = append(a.strs, "\u00A0"...)
+	case 'L':
+		a.strs = append(a.strs, "\u2028"...)
+	case 'P':
+		a.strs = append(a.strs, "\u2029"...)
+	case 'x', 'u', 'U':
+		return f.hexEscape(e, p)
+	default:
+		bail()
+	}
+	return p
+}
+
+// hexEscape appends the code point of a \x, \u or \U escape whose hex
+// digits start at p, and returns the offset past them.
+func (f *fastYAML) hexEscape(e byte, p int) int {
+	n := 2
+	if e == 'u' {
+		n = 4
+	} else if e == 'U' {
+		n = 8
+	}
+	var r rune
+	for k := range n {
+		d := unhex(f.src[p+k])
+		if d < 0 {
+			bail()
+		}
+		r = r<<4 | rune(d)
+	}
+	if r >= 0xD800 && r <= 0xDFFF || r > 0x10FFFF {
+		bail()
+	}
+	f.a.strs = utf8.AppendRune(f.a.strs, r)
+	return p + n
 }
 
 // foldBlanks consumes spaces and line breaks inside a quoted scalar and
@@ -678,8 +698,37 @@ func (f *fastYAML) singleQuoted(q, parent int) ([]byte, int) {
 func (f *fastYAML) blockScalar(q, parent int) node {
 	src, a := f.src, f.a
 	literal := src[q] == '|'
-	p := q + 1
-	chomp, increment := 0, 0
+	chomp, increment, p := blockHeader(src, q+1)
+	f.endOfLine(p)
+	indent := 0
+	if increment > 0 {
+		indent = parent + increment
+	}
+	// Leading empty lines, and the indentation if it is not given.
+	p, col, trailing, maxIndent := blankLines(src, f.pos, indent)
+	if indent == 0 {
+		if p < len(src) && col < maxIndent {
+			bail() // a blank line indented deeper than the content
+		}
+		indent = max(maxIndent, parent+1, 1)
+	}
+	start := len(a.strs)
+	p, trailing, leadingBreak := f.blockLines(p, col, indent, trailing, literal)
+	if chomp != -1 && leadingBreak {
+		a.strs = append(a.strs, '\n')
+	}
+	if chomp == 1 {
+		for ; trailing > 0; trailing-- {
+			a.strs = append(a.strs, '\n')
+		}
+	}
+	f.pos = p
+	return node{kind: kStr, s: a.strs[start:len(a.strs):len(a.strs)]}
+}
+
+// blockHeader reads the chomping (+ keep, - strip) and indentation
+// indicators that follow | or > at p, in either order.
+func blockHeader(src []byte, p int) (chomp, increment, next int) {
 	isDigit := func(c byte) bool { return c >= '1' && c <= '9' }
 	switch c := src[p]; {
 	case c == '+' || c == '-':
@@ -703,15 +752,14 @@ func (f *fastYAML) blockScalar(q, parent int) node {
 			p++
 		}
 	}
-	f.endOfLine(p)
-	p = f.pos
-	indent := 0
-	if increment > 0 {
-		indent = parent + increment
-	}
-	// Leading empty lines, and the indentation if it is not given.
-	trailing, maxIndent := 0, 0
-	col := 0
+	return chomp, increment, p
+}
+
+// blankLines skips the empty lines from p, counting the spaces of each up
+// to indent (all of them when indent is 0). It returns where the next
+// non-empty line starts, that line's counted indentation, the number of
+// empty lines and the deepest indentation seen.
+func blankLines(src []byte, p, indent int) (next, col, n, maxIndent int) {
 	for p < len(src) {
 		col = 0
 		for (indent == 0 || col < indent) && src[p+col] == ' ' {
@@ -719,20 +767,21 @@ func (f *fastYAML) blockScalar(q, parent int) node {
 		}
 		maxIndent = max(maxIndent, col)
 		if src[p+col] != '\n' {
-			break
+			return p, col, n, maxIndent
 		}
-		trailing++
+		n++
 		p += col + 1
-		col = 0
 	}
-	if indent == 0 {
-		if p < len(src) && col < maxIndent {
-			bail() // a blank line indented deeper than the content
-		}
-		indent = max(maxIndent, parent+1, 1)
-	}
-	start := len(a.strs)
-	leadingBreak, leadingBlank := false, false
+	return p, 0, n, maxIndent
+}
+
+// blockLines appends the content lines of a block scalar, the first at p
+// indented by col, folding line breaks unless literal. It returns where
+// the scalar ends, the empty lines pending at its end, and whether any
+// line was read.
+func (f *fastYAML) blockLines(p, col, indent, trailing int, literal bool) (next, pending int, leadingBreak bool) {
+	src, a := f.src, f.a
+	leadingBlank := false
 	for col == indent && p+col < len(src) {
 		c := p + col // first content character of the line
 		trailingBlank := src[c] == ' '
@@ -750,31 +799,11 @@ func (f *fastYAML) blockScalar(q, parent int) node {
 		e := lineEnd(src, c)
 		a.strs = append(a.strs, src[c:e]...)
 		leadingBreak = true
-		p = e + 1
-		col = 0
-		for p < len(src) {
-			col = 0
-			for col < indent && src[p+col] == ' ' {
-				col++
-			}
-			if src[p+col] != '\n' {
-				break
-			}
-			trailing++
-			p += col + 1
-			col = 0
-		}
+		var n int
+		p, col, n, _ = blankLines(src, e+1, indent)
+		trailing += n
 	}
-	if chomp != -1 && leadingBreak {
-		a.strs = append(a.strs, '\n')
-	}
-	if chomp == 1 {
-		for ; trailing > 0; trailing-- {
-			a.strs = append(a.strs, '\n')
-		}
-	}
-	f.pos = p
-	return node{kind: kStr, s: a.strs[start:len(a.strs):len(a.strs)]}
+	return p, trailing, leadingBreak
 }
 
 // resolveTable mirrors yaml.v2's first-character hints for plain scalars.

@@ -54,55 +54,9 @@ func (a *arena) fromYAML(v any, depth int) (node, error) {
 		}
 		return node{kind: kNum, f: v}, nil
 	case []any:
-		if depth+1 > maxDepth {
-			return node{}, errDepth
-		}
-		m := a.mark()
-		for _, e := range v {
-			n, err := a.fromYAML(e, depth+1)
-			if err != nil {
-				return node{}, err
-			}
-			a.push(n)
-		}
-		return a.endArr(m), nil
+		return a.fromYAMLSeq(v, depth)
 	case map[any]any:
-		if depth+1 > maxDepth {
-			return node{}, errDepth
-		}
-		entries := make([]yamlEntry, 0, len(v))
-		for k, e := range v {
-			ks, rank, err := yamlKey(k, e)
-			if err != nil {
-				return node{}, err
-			}
-			entries = append(entries, yamlEntry{ks, rank, e})
-		}
-		// json.Marshal writes keys in sorted order and json.Unmarshal keeps
-		// the last duplicate, so order by key first.
-		slices.SortFunc(entries, func(x, y yamlEntry) int {
-			if c := strings.Compare(x.key, y.key); c != 0 {
-				return c
-			}
-			return x.rank - y.rank
-		})
-		for i := 1; i < len(entries); i++ {
-			if entries[i].key == entries[i-1].key {
-				// Two distinct YAML keys with one JSON name: which one
-				// operator-registry keeps depends on map iteration order.
-				a.ambiguous = true
-			}
-		}
-		m := a.mark()
-		for _, e := range entries {
-			n, err := a.fromYAML(e.val, depth+1)
-			if err != nil {
-				return node{}, err
-			}
-			a.push(a.str([]byte(e.key)))
-			a.push(n)
-		}
-		return a.endObj(m), nil
+		return a.fromYAMLMap(v, depth)
 	default:
 		// Not produced by yaml.v2 for an interface{} target; take the
 		// reference round trip to be safe.
@@ -116,6 +70,70 @@ func (a *arena) fromYAML(v any, depth int) (node, error) {
 		}
 		return a.fromJSONValue(j, depth)
 	}
+}
+
+func (a *arena) fromYAMLSeq(v []any, depth int) (node, error) {
+	if depth+1 > maxDepth {
+		return node{}, errDepth
+	}
+	m := a.mark()
+	for _, e := range v {
+		n, err := a.fromYAML(e, depth+1)
+		if err != nil {
+			return node{}, err
+		}
+		a.push(n)
+	}
+	return a.endArr(m), nil
+}
+
+func (a *arena) fromYAMLMap(v map[any]any, depth int) (node, error) {
+	if depth+1 > maxDepth {
+		return node{}, errDepth
+	}
+	entries, err := a.yamlEntries(v)
+	if err != nil {
+		return node{}, err
+	}
+	m := a.mark()
+	for _, e := range entries {
+		n, err := a.fromYAML(e.val, depth+1)
+		if err != nil {
+			return node{}, err
+		}
+		a.push(a.str([]byte(e.key)))
+		a.push(n)
+	}
+	return a.endObj(m), nil
+}
+
+// yamlEntries returns a mapping's entries under their JSON names, in the
+// order the JSON round trip would keep them.
+func (a *arena) yamlEntries(v map[any]any) ([]yamlEntry, error) {
+	entries := make([]yamlEntry, 0, len(v))
+	for k, e := range v {
+		ks, rank, err := yamlKey(k, e)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, yamlEntry{ks, rank, e})
+	}
+	// json.Marshal writes keys in sorted order and json.Unmarshal keeps
+	// the last duplicate, so order by key first.
+	slices.SortFunc(entries, func(x, y yamlEntry) int {
+		if c := strings.Compare(x.key, y.key); c != 0 {
+			return c
+		}
+		return x.rank - y.rank
+	})
+	for i := 1; i < len(entries); i++ {
+		if entries[i].key == entries[i-1].key {
+			// Two distinct YAML keys with one JSON name: which one
+			// operator-registry keeps depends on map iteration order.
+			a.ambiguous = true
+		}
+	}
+	return entries, nil
 }
 
 // yamlKey stringifies a YAML map key as sigs.k8s.io/yaml does.
