@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -76,7 +77,11 @@ func TestServeSafeDefaults(t *testing.T) {
 
 // Random catalog names are answered 404 without a store operation.
 func TestServeUnknownNamesCostNoStoreOps(t *testing.T) {
-	cfg := writeServeConfig(t, "catalogs: [{name: tiny, image: \"127.0.0.1:1/tiny:v1\"}]\n")
+	// A missing OCI layout is a terminal failure: the one sync attempt at
+	// start is not retried, so no background work touches the store while
+	// the unknown names are asked for (a registry that is down would be
+	// retried, and each retry takes the sync lease in the store).
+	cfg := writeServeConfig(t, "catalogs: [{name: tiny, image: \"ocidir://"+filepath.Join(t.TempDir(), "absent")+":v1\"}]\n")
 	s := startServe(t, "--config", cfg, "--store", t.TempDir())
 	base := "http://" + s.addr
 	// Start-up work (the first sync attempt, marking the configured
