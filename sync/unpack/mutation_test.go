@@ -215,3 +215,29 @@ func TestWalkCompareDirBeforeChildren(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexIgnoreLongLine: a line too long to scan is refused, not taken
+// for the end of the file (the patterns after it would silently not
+// apply, and a file the author excluded would be served).
+func TestIndexIgnoreLongLine(t *testing.T) {
+	long := "#" + strings.Repeat("x", 64<<10) + "\n"
+	img := layer(t,
+		ent{name: "configs/.indexignore", body: long + "secret.yaml\n"},
+		ent{name: "configs/secret.yaml", body: "s"},
+		ent{name: "configs/keep.yaml", body: "k"},
+	)
+	got, _, err := run(t, "configs", Limits{}, img)
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), ".indexignore") {
+		t.Fatalf("got %v, %v; want ErrLimit naming the .indexignore", got, err)
+	}
+	// Just under the scanner's limit, the line is a comment like any other.
+	short := "#" + strings.Repeat("x", 60<<10) + "\n"
+	img = layer(t,
+		ent{name: "configs/.indexignore", body: short + "secret.yaml\n"},
+		ent{name: "configs/secret.yaml", body: "s"},
+		ent{name: "configs/keep.yaml", body: "k"},
+	)
+	if got, _, err := run(t, "configs", Limits{}, img); err != nil || !reflect.DeepEqual(got, map[string]string{"keep.yaml": "k"}) {
+		t.Fatalf("long comment under the limit: got %v, %v", got, err)
+	}
+}

@@ -270,7 +270,10 @@ func (u *Unpacker) Files() ([]File, error) {
 	slices.SortFunc(files, func(a, b File) int { return walkCompare(a.Path, b.Path) })
 	slices.SortFunc(ignoreFiles, walkCompare)
 
-	m := u.matcher(ignoreFiles)
+	m, err := u.matcher(ignoreFiles)
+	if err != nil {
+		return nil, err
+	}
 	kept := files[:0]
 	for _, f := range files {
 		if m.Match(strings.Split(f.Path, "/"), false) {
@@ -283,7 +286,10 @@ func (u *Unpacker) Files() ([]File, error) {
 
 // matcher builds the same rules operator-registry builds: .indexignore
 // itself, then each file's lines in walk order, scoped to its directory.
-func (u *Unpacker) matcher(ignoreFiles []string) gitignore.Matcher {
+// A line too long to scan is refused rather than taken, as a plain
+// bufio.Scanner would, for the end of the file: the patterns after it
+// would silently not apply, and files the author excluded would be served.
+func (u *Unpacker) matcher(ignoreFiles []string) (gitignore.Matcher, error) {
 	patterns := []gitignore.Pattern{gitignore.ParsePattern(IndexIgnore, nil)}
 	for _, f := range ignoreFiles {
 		var domain []string
@@ -298,8 +304,11 @@ func (u *Unpacker) matcher(ignoreFiles []string) gitignore.Matcher {
 			}
 			patterns = append(patterns, gitignore.ParsePattern(line, domain))
 		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %q: a line over %d bytes", ErrLimit, f, bufio.MaxScanTokenSize)
+		}
 	}
-	return gitignore.NewMatcher(patterns)
+	return gitignore.NewMatcher(patterns), nil
 }
 
 // resolve follows links to a regular file; "" means an .indexignore file.
