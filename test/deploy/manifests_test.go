@@ -305,7 +305,7 @@ func catalogsyncBinary(t testing.TB) string {
 		// matters.
 		out, _ := exec.Command(binPath, "serve", "-h").CombinedOutput()
 		helpText = string(out)
-		if !strings.Contains(helpText, "Usage of serve") {
+		if !strings.Contains(helpText, "Usage: catalogsync serve") {
 			helpErr = errors.New("catalogsync serve -h printed no usage:\n" + helpText)
 		}
 	})
@@ -321,14 +321,16 @@ func serveHelp(t testing.TB) string {
 	return helpText
 }
 
-var flagLine = regexp.MustCompile(`(?m)^  -([a-z0-9-]+)(?: (\S+))?$`)
+// flagLine is one flag of kong's help: "  -h, --help" or "      --name=VALUE";
+// continuation lines of a help text are indented further.
+var flagLine = regexp.MustCompile(`(?m)^ {2,6}(?:-[a-z], )?--([a-z0-9-]+)(=\S+)?`)
 
 // serveFlags maps each flag of `serve -h` to whether it takes a value.
 func serveFlags(t testing.TB) map[string]bool {
 	t.Helper()
 	flags := map[string]bool{}
 	for _, m := range flagLine.FindAllStringSubmatch(serveHelp(t), -1) {
-		flags[m[1]] = m[2] != "" // the flag package prints no type for bools
+		flags[m[1]] = m[2] != "" // kong prints no =VALUE for bools
 	}
 	if len(flags) < 10 || !flags["config"] || flags["clustercatalogs"] {
 		t.Fatalf("could not read serve's flags from its -h output (got %v):\n%s", flags, serveHelp(t))
