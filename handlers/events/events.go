@@ -189,14 +189,37 @@ func New(cfg Config, lister webhook.CatalogLister, trig webhook.Triggerer, polle
 
 // ServeHTTP handles one request of one or more events.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	evs, ok := h.read(w, r)
+	if !ok {
+		return
+	}
+	ctx := context.WithoutCancel(r.Context())
+	var bad []string
+	polled := false
+	for _, ev := range evs {
+		if err := h.one(ctx, ev, &polled); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if len(bad) > 0 {
+		// The others were handled; a 400 keeps Knative from redelivering.
+		http.Error(w, strings.Join(bad, "\n"), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// read answers what is not a delivery of authenticated, well-formed
+// CloudEvents, and returns the events of one that is.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]event.Event, bool) {
 	if r.Method == http.MethodOptions {
 		webhook.AbuseProtection(w, r)
-		return
+		return nil, false
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "OPTIONS, POST")
 		http.Error(w, "method not allowed: events are POSTed", http.StatusMethodNotAllowed)
-		return
+		return nil, false
 	}
 	body, status, err := webhook.ReadBody(w, r, h.cfg.MaxBodyBytes)
 	if err != nil {
@@ -206,10 +229,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.report(webhook.OutcomeInvalid)
 		}
 		http.Error(w, err.Error(), status)
-		return
+		return nil, false
 	}
 	if !h.authorized(w, r) {
-		return
+		return nil, false
 	}
 	evs, err := webhook.ParseCloudEvents(r.Header, body)
 	if err != nil {
@@ -220,52 +243,47 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.report(webhook.OutcomeInvalid)
 		h.log.Debug("cloudevent rejected", "err", err)
 		http.Error(w, err.Error(), status)
-		return
+		return nil, false
 	}
-	ctx := context.WithoutCancel(r.Context())
-	var bad []string
-	polled := false
-	for _, ev := range evs {
-		log := h.log.With("type", ev.Type(), "source", ev.Source(), "id", ev.ID())
-		if err := checkEvent(ev); err != nil {
-			if errors.Is(err, webhook.ErrIgnored) {
-				h.report(webhook.OutcomeIgnored)
-				h.notices.Log(ctx, log, webhook.OutcomeIgnored, "cloudevent ignored", "reason", err)
-			} else {
-				h.report(webhook.OutcomeInvalid)
-				bad = append(bad, err.Error())
-			}
-			continue
-		}
-		// CloudEvents ids are unique per source. Recorded only for events
-		// of a type this endpoint acts on, within the length bounds.
-		if h.seen.Seen(ev.Source() + "#" + ev.ID()) {
-			h.report(webhook.OutcomeDuplicate)
-			log.Debug("duplicate cloudevent ignored")
-			continue
-		}
-		err := h.handle(ctx, ev, &polled, log)
-		switch {
-		case err == nil:
-			h.report(webhook.OutcomeTriggered)
-		case errors.Is(err, errUnmatched):
-			h.report(webhook.OutcomeUnmatched)
-			h.notices.Log(ctx, log, webhook.OutcomeUnmatched, "cloudevent matched no catalog", "reason", err)
-		case errors.Is(err, webhook.ErrIgnored):
-			h.report(webhook.OutcomeIgnored)
-			h.notices.Log(ctx, log, webhook.OutcomeIgnored, "cloudevent ignored", "reason", err)
-		default:
+	return evs, true
+}
+
+// one acts on one event of a delivery and reports its outcome; it returns
+// an error only for a malformed event, which the delivery answers 400.
+func (h *Handler) one(ctx context.Context, ev event.Event, polled *bool) error {
+	log := h.log.With("type", ev.Type(), "source", ev.Source(), "id", ev.ID())
+	if err := checkEvent(ev); err != nil {
+		if !errors.Is(err, webhook.ErrIgnored) {
 			h.report(webhook.OutcomeInvalid)
-			log.Info("malformed cloudevent", "err", err)
-			bad = append(bad, err.Error())
+			return err
 		}
+		h.report(webhook.OutcomeIgnored)
+		h.notices.Log(ctx, log, webhook.OutcomeIgnored, "cloudevent ignored", "reason", err)
+		return nil
 	}
-	if len(bad) > 0 {
-		// The others were handled; a 400 keeps Knative from redelivering.
-		http.Error(w, strings.Join(bad, "\n"), http.StatusBadRequest)
-		return
+	// CloudEvents ids are unique per source. Recorded only for events
+	// of a type this endpoint acts on, within the length bounds.
+	if h.seen.Seen(ev.Source() + "#" + ev.ID()) {
+		h.report(webhook.OutcomeDuplicate)
+		log.Debug("duplicate cloudevent ignored")
+		return nil
 	}
-	w.WriteHeader(http.StatusAccepted)
+	err := h.handle(ctx, ev, polled, log)
+	switch {
+	case err == nil:
+		h.report(webhook.OutcomeTriggered)
+	case errors.Is(err, errUnmatched):
+		h.report(webhook.OutcomeUnmatched)
+		h.notices.Log(ctx, log, webhook.OutcomeUnmatched, "cloudevent matched no catalog", "reason", err)
+	case errors.Is(err, webhook.ErrIgnored):
+		h.report(webhook.OutcomeIgnored)
+		h.notices.Log(ctx, log, webhook.OutcomeIgnored, "cloudevent ignored", "reason", err)
+	default:
+		h.report(webhook.OutcomeInvalid)
+		log.Info("malformed cloudevent", "err", err)
+		return err
+	}
+	return nil
 }
 
 // maxAttrBytes bounds the id, source and subject of an event: they end up
