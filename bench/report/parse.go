@@ -73,103 +73,140 @@ var (
 // Parse reads benchmark output. procs is GOMAXPROCS of the run: Go appends
 // "-procs" to every benchmark name when it is not 1.
 func Parse(in io.Reader, procs int) (*Run, error) {
-	var pkg string
-	run := &Run{Results: map[string]*Result{}, Skipped: map[string]string{}, Failed: map[string]string{}, Pkgs: map[string]string{}}
-	note := func(name string) {
-		if _, ok := run.Pkgs[name]; !ok {
-			run.Order = append(run.Order, name)
-			run.Pkgs[name] = pkg
-		}
+	p := &parser{
+		run:  &Run{Results: map[string]*Result{}, Skipped: map[string]string{}, Failed: map[string]string{}, Pkgs: map[string]string{}},
+		msgs: map[string]*[]string{},
 	}
-	suffix := ""
 	if procs != 1 {
-		suffix = "-" + strconv.Itoa(procs)
+		p.suffix = "-" + strconv.Itoa(procs)
 	}
-	trim := func(name string) string { return strings.TrimSuffix(name, suffix) }
-
-	var pending []string // indented log lines not attached to a status line yet
-	var attach *[]string // the status line's message that indented lines extend
-	msgs := map[string]*[]string{}
-	var kinds []struct{ kind, name string }
-
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
-			pkg = strings.TrimSpace(p)
-			pending, attach = nil, nil
-			continue
-		}
-		if m := statusLine.FindStringSubmatch(line); m != nil {
-			name := trim(m[2])
-			msg := pending
-			pending = nil
-			if m[1] == "SKIP" || m[1] == "FAIL" {
-				p := &msg
-				msgs[m[1]+" "+name] = p
-				kinds = append(kinds, struct{ kind, name string }{m[1], name})
-				note(name)
-				attach = p
-			} else {
-				attach = new([]string) // BENCH and PASS logs are dropped
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t") {
-			// A log entry ("    file_test.go:12: text") or its continuation.
-			text := strings.TrimSpace(line)
-			if logPrefix.MatchString(line) {
-				text = "\x00" + strings.TrimSpace(logPrefix.ReplaceAllString(line, ""))
-			}
-			if attach != nil {
-				*attach = append(*attach, text)
-			} else {
-				pending = append(pending, text)
-			}
-			continue
-		}
-		attach = nil
-		if m := resultLine.FindStringSubmatch(line); m != nil {
-			n, _ := strconv.Atoi(m[2])
-			res := &Result{Name: trim(m[1]), Pkg: pkg, N: n, Metrics: map[string]float64{}}
-			f := strings.Fields(m[3])
-			if len(f)%2 != 0 {
-				return nil, fmt.Errorf("benchmark line with an odd number of fields: %q", line)
-			}
-			for i := 0; i < len(f); i += 2 {
-				v, err := strconv.ParseFloat(f[i], 64)
-				if err != nil {
-					return nil, fmt.Errorf("benchmark line %q: %v", line, err)
-				}
-				res.Metrics[f[i+1]] = v
-				res.Units = append(res.Units, f[i+1])
-			}
-			note(res.Name)
-			run.Results[res.Name] = res
-			pending = nil
-			continue
-		}
-		if strings.HasPrefix(line, "Benchmark") {
-			pending = nil // a -v header: the logs that follow are its own
-			continue
-		}
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "FAIL" && strings.Contains(f[1], "/") {
-			run.PkgFail = append(run.PkgFail, f[1])
+		if err := p.line(strings.TrimRight(sc.Text(), "\r")); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	for _, k := range kinds {
-		msg := firstEntry(*msgs[k.kind+" "+k.name])
+	return p.finish(), nil
+}
+
+// parser is the state of one Parse: the package being read and the log
+// lines waiting for the status line they belong to.
+type parser struct {
+	run     *Run
+	pkg     string
+	suffix  string
+	pending []string  // indented log lines not attached to a status line yet
+	attach  *[]string // the status line's message that indented lines extend
+	msgs    map[string]*[]string
+	kinds   []struct{ kind, name string }
+}
+
+func (p *parser) trim(name string) string { return strings.TrimSuffix(name, p.suffix) }
+
+// note records name's package and its place in the report's order.
+func (p *parser) note(name string) {
+	if _, ok := p.run.Pkgs[name]; !ok {
+		p.run.Order = append(p.run.Order, name)
+		p.run.Pkgs[name] = p.pkg
+	}
+}
+
+// line reads one line of go test's output.
+func (p *parser) line(line string) error {
+	if pkg, ok := strings.CutPrefix(line, "pkg: "); ok {
+		p.pkg = strings.TrimSpace(pkg)
+		p.pending, p.attach = nil, nil
+		return nil
+	}
+	if m := statusLine.FindStringSubmatch(line); m != nil {
+		p.status(m[1], p.trim(m[2]))
+		return nil
+	}
+	if strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t") {
+		p.logLine(line)
+		return nil
+	}
+	p.attach = nil
+	if m := resultLine.FindStringSubmatch(line); m != nil {
+		return p.result(line, m)
+	}
+	if strings.HasPrefix(line, "Benchmark") {
+		p.pending = nil // a -v header: the logs that follow are its own
+		return nil
+	}
+	if f := strings.Fields(line); len(f) >= 2 && f[0] == "FAIL" && strings.Contains(f[1], "/") {
+		p.run.PkgFail = append(p.run.PkgFail, f[1])
+	}
+	return nil
+}
+
+// status reads a "--- KIND: name" line: the pending log lines, and those
+// indented below it, are a SKIP's or FAIL's message.
+func (p *parser) status(kind, name string) {
+	msg := p.pending
+	p.pending = nil
+	if kind != "SKIP" && kind != "FAIL" {
+		p.attach = new([]string) // BENCH and PASS logs are dropped
+		return
+	}
+	m := &msg
+	p.msgs[kind+" "+name] = m
+	p.kinds = append(p.kinds, struct{ kind, name string }{kind, name})
+	p.note(name)
+	p.attach = m
+}
+
+// logLine reads a log entry ("    file_test.go:12: text") or its
+// continuation.
+func (p *parser) logLine(line string) {
+	text := strings.TrimSpace(line)
+	if logPrefix.MatchString(line) {
+		text = "\x00" + strings.TrimSpace(logPrefix.ReplaceAllString(line, ""))
+	}
+	if p.attach != nil {
+		*p.attach = append(*p.attach, text)
+	} else {
+		p.pending = append(p.pending, text)
+	}
+}
+
+// result reads a benchmark's result line, matched as m.
+func (p *parser) result(line string, m []string) error {
+	n, _ := strconv.Atoi(m[2])
+	res := &Result{Name: p.trim(m[1]), Pkg: p.pkg, N: n, Metrics: map[string]float64{}}
+	f := strings.Fields(m[3])
+	if len(f)%2 != 0 {
+		return fmt.Errorf("benchmark line with an odd number of fields: %q", line)
+	}
+	for i := 0; i < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return fmt.Errorf("benchmark line %q: %v", line, err)
+		}
+		res.Metrics[f[i+1]] = v
+		res.Units = append(res.Units, f[i+1])
+	}
+	p.note(res.Name)
+	p.run.Results[res.Name] = res
+	p.pending = nil
+	return nil
+}
+
+// finish files each SKIP's and FAIL's message.
+func (p *parser) finish() *Run {
+	for _, k := range p.kinds {
+		msg := firstEntry(*p.msgs[k.kind+" "+k.name])
 		if k.kind == "SKIP" {
-			run.Skipped[k.name] = msg
-		} else if _, ok := run.Failed[k.name]; !ok || msg != "" {
-			run.Failed[k.name] = msg
+			p.run.Skipped[k.name] = msg
+		} else if _, ok := p.run.Failed[k.name]; !ok || msg != "" {
+			p.run.Failed[k.name] = msg
 		}
 	}
-	return run, nil
+	return p.run
 }
 
 // maxMessage bounds a skip or failure message in the document; the whole
