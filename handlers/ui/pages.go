@@ -316,15 +316,24 @@ type graphView struct {
 	Data    string
 }
 
-func (h *Handler) servePackage(w http.ResponseWriter, r *http.Request) {
-	c := h.catalogFor(w, r)
-	if c == nil {
-		return
+// packageFor reads the package the request names, answering the request
+// itself when it cannot: ok is false then.
+func (h *Handler) packageFor(w http.ResponseWriter, r *http.Request) (c *catalog.Catalog, pkg string, d *packageData, ok bool) {
+	if c = h.catalogFor(w, r); c == nil {
+		return nil, "", d, false
 	}
-	pkg, _ := param(r, "pkg")
+	pkg, _ = param(r, "pkg")
 	d, err := h.loadPackage(r.Context(), c, pkg)
 	if err != nil {
 		h.storeError(w, r, err)
+		return nil, "", d, false
+	}
+	return c, pkg, d, true
+}
+
+func (h *Handler) servePackage(w http.ResponseWriter, r *http.Request) {
+	c, pkg, d, ok := h.packageFor(w, r)
+	if !ok {
 		return
 	}
 	views := make([]graphView, len(d.graphs))
@@ -342,14 +351,8 @@ func (h *Handler) servePackage(w http.ResponseWriter, r *http.Request) {
 // serveMermaid answers the package's graphs in opm alpha render-graph's
 // Mermaid, for comparison and for tools that draw Mermaid.
 func (h *Handler) serveMermaid(w http.ResponseWriter, r *http.Request) {
-	c := h.catalogFor(w, r)
-	if c == nil {
-		return
-	}
-	pkg, _ := param(r, "pkg")
-	d, err := h.loadPackage(r.Context(), c, pkg)
-	if err != nil {
-		h.storeError(w, r, err)
+	_, pkg, d, ok := h.packageFor(w, r)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
