@@ -44,7 +44,7 @@ func (c *docsCmd) run(stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Readme, err)
 	}
-	return os.WriteFile(c.Readme, out, 0o644)
+	return os.WriteFile(c.Readme, out, 0o644) //nolint:gosec // G306: the README is a public project document
 }
 
 // replaceTable puts table between the markers of doc.

@@ -132,7 +132,7 @@ func (c *commonFlags) hosts(extra []source.Host) []source.Host {
 // logger logs at the checked --log-level.
 func (c logFlags) logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
-	lvl.UnmarshalText([]byte(c.LogLevel))
+	_ = lvl.UnmarshalText([]byte(c.LogLevel)) // the loglevel check accepted it already
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
 }
 

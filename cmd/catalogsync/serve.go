@@ -315,8 +315,10 @@ func (c *serveCmd) start(ctx context.Context, s *server) (<-chan struct{}, error
 	s.eng.Start(ctx)
 	// After the engine: OnChange may trigger it from the first event.
 	if s.ccSrc != nil {
-		go s.ccSrc.Run(ctx)
-		go s.ccWriter.Run(ctx)
+		// Both Run only return ctx.Err() once ctx ends (the writer also
+		// ErrRunning on a second start, and this is the only one).
+		go func() { _ = s.ccSrc.Run(ctx) }()
+		go func() { _ = s.ccWriter.Run(ctx) }()
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := s.ccSrc.WaitForSync(wctx)
 		cancel()

@@ -57,7 +57,9 @@ func serveEvents(addr string, evr http.Handler, readLimit time.Duration, log *sl
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(ctx)
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Warn("events listener shutdown", "err", err)
+		}
 	}, nil
 }
 

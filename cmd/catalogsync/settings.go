@@ -99,7 +99,7 @@ type commonFlags struct {
 	sigRules []sigpolicy.Rule
 }
 
-const envAPIToken = "CATALOGSYNC_API_TOKEN"
+const envAPIToken = "CATALOGSYNC_API_TOKEN" //nolint:gosec // G101: the name of the variable, not a token
 
 // envOnly are settings read from the environment only: a flag would show
 // in ps.

@@ -76,7 +76,7 @@ type Endpoint struct {
 
 // SecretRoute is the route pattern that serves every path derived from a
 // secret, and what metrics and logs show instead of such a path.
-const SecretRoute = "/hooks/{token}"
+const SecretRoute = "/hooks/{token}" //nolint:gosec // G101: a route pattern, not a credential
 
 type endpoint struct {
 	cfg    ReceiverConfig
@@ -358,7 +358,7 @@ func (n *notification) parse(w http.ResponseWriter, r *http.Request, body []byte
 		n.log.Info("webhook ping")
 		n.report(OutcomePing)
 		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, "pong\n")
+		_, _ = io.WriteString(w, "pong\n") // a failed write means the sender left
 	case errors.Is(err, ErrIgnored):
 		n.rc.notices.Log(r.Context(), n.log, n.ep.cfg.Name+"/"+OutcomeIgnored, "webhook ignored", "reason", err)
 		n.report(OutcomeIgnored)

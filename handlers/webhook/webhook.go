@@ -111,19 +111,19 @@ type pathAuthenticated interface {
 }
 
 var (
-	// ErrUnauthenticated: the request carries no credentials (401).
+	// ErrUnauthenticated means the request carries no credentials (401).
 	ErrUnauthenticated = errors.New("missing credentials")
-	// ErrForbidden: the credentials or signature are wrong (403).
+	// ErrForbidden means the credentials or signature are wrong (403).
 	ErrForbidden = errors.New("invalid credentials")
-	// ErrMalformed: the payload cannot be read (400).
+	// ErrMalformed means the payload cannot be read (400).
 	ErrMalformed = errors.New("malformed notification")
-	// ErrUnsupportedMediaType: the content type is not the sender's (415).
+	// ErrUnsupportedMediaType means the content type is not the sender's (415).
 	ErrUnsupportedMediaType = errors.New("unsupported content type")
-	// ErrIgnored: a valid notification that announces no push (202).
+	// ErrIgnored is a valid notification that announces no push (202).
 	ErrIgnored = errors.New("notification ignored")
-	// ErrPing: a sender's connectivity test, answered 200.
+	// ErrPing is a sender's connectivity test, answered 200.
 	ErrPing = errors.New("ping")
-	// ErrConfig: the receiver configuration is invalid.
+	// ErrConfig means the receiver configuration is invalid.
 	ErrConfig = errors.New("invalid webhook configuration")
 )
 

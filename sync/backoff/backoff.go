@@ -24,12 +24,12 @@ func (b Backoff) Delay(attempt int, retryAfter time.Duration) time.Duration {
 		d *= 2
 	}
 	d = min(d, b.Max)
-	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64())) //nolint:gosec // G404: retry jitter, not a secret
 	return max(d, retryAfter)
 }
 
 // Jitter spreads a period by ±10%, so replicas started together do not
 // tick together.
 func Jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64())) //nolint:gosec // G404: tick jitter, not a secret
 }

@@ -36,6 +36,7 @@ type CatalogSet interface {
 // StaticCatalogs is a fixed CatalogSet.
 type StaticCatalogs []pipeline.Catalog
 
+// Catalogs returns the fixed list.
 func (s StaticCatalogs) Catalogs() []pipeline.Catalog { return s }
 
 // Runner runs one catalog's sync; *pipeline.Pipeline is one.
@@ -51,6 +52,7 @@ type Runner interface {
 // OpState is where an operation stands.
 type OpState string
 
+// The states of an operation.
 const (
 	OpQueued    OpState = "Queued"
 	OpRunning   OpState = "Running"

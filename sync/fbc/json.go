@@ -325,12 +325,10 @@ func (p *jsonParser) string() ([]byte, error) {
 				}
 				if utf16.IsSurrogate(r) {
 					// A valid pair must follow directly; otherwise U+FFFD.
-					r2 := rune(-1)
 					if p.pos+1 < len(src) && src[p.pos] == '\\' && src[p.pos+1] == 'u' {
 						save := p.pos
 						p.pos += 2
-						var err error
-						r2, err = p.hex4()
+						r2, err := p.hex4()
 						if err != nil {
 							return nil, err
 						}

@@ -175,7 +175,8 @@ func (a *arena) judge(v node, s shape) (path, msg string) {
 		}
 		for i := range int(v.n) {
 			key := a.child(v, 2*i).s
-			f, ok := shape{}, true
+			var f shape
+			ok := true
 			if s.kind == sMap {
 				f = *s.elem
 			} else {

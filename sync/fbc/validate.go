@@ -27,6 +27,7 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
+// Is reports a ValidationError as ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
 // Stats counts the objects a Validator has seen.

@@ -586,9 +586,10 @@ func (f *fastYAML) escape(e byte, p int) int {
 // digits start at p, and returns the offset past them.
 func (f *fastYAML) hexEscape(e byte, p int) int {
 	n := 2
-	if e == 'u' {
+	switch e {
+	case 'u':
 		n = 4
-	} else if e == 'U' {
+	case 'U':
 		n = 8
 	}
 	var r rune

@@ -10,6 +10,7 @@ import (
 // use it.
 type Reason string
 
+// The reasons a sync fails.
 const (
 	ReasonInvalidRef      Reason = "InvalidImageRef"
 	ReasonRegistry        Reason = "RegistryError"

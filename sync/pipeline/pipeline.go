@@ -33,12 +33,12 @@ type Catalog struct {
 type Action string
 
 const (
-	// ActionUpToDate: the tag still resolves to the published digest.
+	// ActionUpToDate means the tag still resolves to the published digest.
 	ActionUpToDate Action = "UpToDate"
-	// ActionReused: the digest's content was already stored; only the
+	// ActionReused means the digest's content was already stored; only the
 	// pointer moved.
 	ActionReused Action = "Reused"
-	// ActionPublished: the image was pulled, validated and published.
+	// ActionPublished means the image was pulled, validated and published.
 	ActionPublished Action = "Published"
 )
 

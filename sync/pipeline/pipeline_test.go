@@ -387,7 +387,7 @@ func TestBadInputsKeepPrevious(t *testing.T) {
 // Layers are applied in order with whiteouts, across compressions.
 func TestLayersWhiteoutsAndCompressions(t *testing.T) {
 	e := newEnv(t)
-	a := strings.Replace(onePackage, `"q"`, `"a"`, -1)
+	a := strings.ReplaceAll(onePackage, `"q"`, `"a"`)
 	a = strings.NewReplacer(`"q.v1"`, `"a.v1"`, `"packageName":"q"`, `"packageName":"a"`, `"package":"q"`, `"package":"a"`).Replace(a)
 	img := imagebuild.Image{Labels: map[string]string{label: "/configs"}, Layers: []imagebuild.Layer{
 		{Compression: imagebuild.Gzip, Entries: []imagebuild.Entry{

@@ -9,6 +9,7 @@ import (
 // phases into Progressing messages.
 type Phase string
 
+// The phases of a sync, in order; Failed ends a failed one.
 const (
 	PhaseResolving  Phase = "Resolving"
 	PhasePulling    Phase = "Pulling"
@@ -58,6 +59,7 @@ type Observer interface {
 // ObserverFunc adapts a function to Observer.
 type ObserverFunc func(Event)
 
+// Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
 // mailbox delivers events to one observer without blocking the sender.

@@ -241,7 +241,7 @@ func (a *attempt) open(ctx context.Context, resolved source.Resolved) (*source.I
 func (a *attempt) readLayers(ctx context.Context, img *source.Image, u *unpack.Unpacker, pool *parsePool) error {
 	for i := len(img.Layers) - 1; i >= 0; i-- {
 		if err := a.readLayer(ctx, img, i, u, pool); err != nil {
-			pool.wait()
+			_ = pool.wait() // the layer error comes first; wait only joins the parses
 			return err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
-// ReasonSignature: the image fails the signature policy (terminal).
+// ReasonSignature means the image fails the signature policy (terminal).
 const ReasonSignature Reason = "SignatureInvalid"
 
 // SignatureChecker verifies a resolved image before anything of it is

@@ -9,11 +9,11 @@ import (
 type WaitReason string
 
 const (
-	// WaitLease: another replica holds the catalog's sync lease.
+	// WaitLease means another replica holds the catalog's sync lease.
 	WaitLease WaitReason = "Lease"
-	// WaitSlot: the engine's cap on concurrent syncs is reached.
+	// WaitSlot means the engine's cap on concurrent syncs is reached.
 	WaitSlot WaitReason = "SyncSlot"
-	// WaitRate: the registry's start-rate limit.
+	// WaitRate means the registry's start-rate limit is reached.
 	WaitRate WaitReason = "RegistryRate"
 )
 

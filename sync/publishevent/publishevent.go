@@ -306,7 +306,7 @@ func (e *Emitter) send(ctx context.Context, ev event.Event) error {
 		return err
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // best-effort drain for connection reuse
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("sink answered %s", resp.Status)
 	}

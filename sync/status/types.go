@@ -157,7 +157,7 @@ func managedBy(u *unstructured.Unstructured) (other, progressOwner string) {
 		if mf.FieldsV1 == nil {
 			continue
 		}
-		owns := strings.Contains(string(mf.FieldsV1.Raw), `k:{\"type\":\"Progressing\"}`)
+		owns := strings.Contains(mf.FieldsV1.GetRawString(), `k:{\"type\":\"Progressing\"}`)
 		if owns && (progressOwner == "" || mf.Operation == metav1.ManagedFieldsOperationApply) {
 			progressOwner = mf.Manager
 		}

@@ -43,8 +43,8 @@ const (
 // for the audience.
 var ErrRejected = fmt.Errorf("%w: token rejected", webhook.ErrForbidden)
 
-// ErrBusy: more reviews were asked for than the rate limit allows; the
-// sender should retry.
+// ErrBusy means more reviews were asked for than the rate limit allows;
+// the sender should retry.
 var ErrBusy = errors.New("token review: too many reviews, retry later")
 
 // Reviewer verifies tokens for one audience. Create it with New; it is
