@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 command -v go >/dev/null || { echo "test/run.sh: Go is required (https://go.dev/dl)" >&2; exit 1; }
 
 # Build what the tests start; a no-op when the cache already holds them.
-test/tools.sh build registry etcd minio kube-apiserver chromium golangci-lint
+test/tools.sh build registry etcd minio kube-apiserver chromium golangci-lint redocly
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
@@ -20,6 +20,8 @@ echo "== go vet"
 go vet ./...
 echo "== golangci-lint"
 test/lint.sh
+echo "== redocly lint (openapi/openapi.yaml, recommended rules: errors fail, warnings are shown)"
+"$(test/tools.sh path redocly)" lint --extends recommended openapi/openapi.yaml
 echo "== go test"
 if [ $# -eq 0 ]; then set -- ./...; fi
 # The race detector on the whole suite: it caught what the plain runs did not.

@@ -21,6 +21,7 @@ ETCD_VERSION=v3.7.3
 KUBE_VERSION=v1.37.2
 KUBE_STAGING_VERSION=v0.37.2
 GREMLINS_VERSION=v0.6.0
+REDOCLY_VERSION=2.77.0
 GOLANGCI_LINT_VERSION=v2.15.0
 
 log() { printf '%s tools: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -33,6 +34,7 @@ dest() {
     etcd) echo "$CACHE/etcd-$ETCD_VERSION" ;;
     kube-apiserver|kube|kubectl) echo "$CACHE/kube-$KUBE_VERSION" ;;
     gremlins) echo "$CACHE/gremlins-$GREMLINS_VERSION" ;;
+    redocly) echo "$CACHE/redocly-$REDOCLY_VERSION" ;;
     golangci-lint) echo "$CACHE/golangci-lint-$GOLANGCI_LINT_VERSION" ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac
@@ -42,6 +44,7 @@ bin_of() {
   case "$1" in
     chromium) command -v chromium || true ;;
     kube-apiserver|kube) echo "$(dest "$1")/kube-apiserver" ;;
+    redocly) echo "$(dest "$1")/node_modules/.bin/redocly" ;;
     *) echo "$(dest "$1")/$1" ;;
   esac
 }
@@ -168,6 +171,19 @@ build_golangci_lint() {
   log "golangci-lint ready: $d/golangci-lint"
 }
 
+# redocly: Redocly CLI from the npm registry, which checks the REST spec
+# (openapi/openapi.yaml) against its recommended rules in test/run.sh.
+build_redocly() {
+  local d; d=$(dest redocly)
+  [ -x "$d/node_modules/.bin/redocly" ] && return 0
+  command -v npm >/dev/null || { log "npm is required for Redocly CLI (Debian: apt-get install npm)"; return 1; }
+  log "installing @redocly/cli $REDOCLY_VERSION with npm"
+  local tmp; tmp=$(mktemp -d "$CACHE/.redocly.XXXX")
+  npm install --prefix "$tmp" --no-audit --no-fund --silent "@redocly/cli@$REDOCLY_VERSION"
+  rm -rf "$d"; mv "$tmp" "$d"
+  log "redocly ready: $d/node_modules/.bin/redocly"
+}
+
 # chromium is the one tool that is a system package: the UI tests drive
 # Debian's headless chromium, installed with apt-get when absent.
 build_chromium() {
@@ -188,6 +204,7 @@ build_one() {
     kube-apiserver|kube|kubectl) with_lock kube build_kube ;;
     gremlins) with_lock gremlins build_gremlins ;;
     golangci-lint) with_lock golangci-lint build_golangci_lint ;;
+    redocly) with_lock redocly build_redocly ;;
     all) for t in registry etcd minio kube-apiserver; do build_one "$t"; done ;;
     *) echo "unknown tool: $1" >&2; exit 2 ;;
   esac
