@@ -32,8 +32,12 @@ var (
 )
 
 // ciCount keeps the CI run near a minute and a half on two shared cores
-// (measured: docs/oracle.md).
-const ciCount = 800
+// (measured: docs/oracle.md); shortCount keeps `go test -short`, the unit
+// tests' run, to seconds while still running the oracle.
+const (
+	ciCount    = 800
+	shortCount = 50
+)
 
 func count() int {
 	if *flagCount > 0 {
@@ -41,6 +45,9 @@ func count() int {
 	}
 	if n, err := strconv.Atoi(os.Getenv("CATALOGSYNC_ORACLE_COUNT")); err == nil && n > 0 {
 		return n
+	}
+	if testing.Short() {
+		return shortCount
 	}
 	return ciCount
 }
