@@ -130,7 +130,7 @@ func imageCases() []imageCase {
 				return []string{e.inSentinel("escaped-dotdot.json"), filepath.Join(cwd, "..", "escaped-dotdot.json")}
 			},
 			reason: "UnsafeImage",
-			msg:    []string{`unsafe layer entry: "../escaped-dotdot.json": path climbs out with ..`},
+			msg:    []string{`unsafe layer entry: "../escaped-dotdot.json": path climbs out with a ".." element`},
 		},
 		{
 			name: "path-traversal-deep-dotdot-in-fbc-dir",
@@ -139,7 +139,7 @@ func imageCases() []imageCase {
 			},
 			targets: func(e *env) []string { return []string{e.inSentinel("escaped-deep.json")} },
 			reason:  "UnsafeImage",
-			msg:     []string{`unsafe layer entry: "configs/../../`, `escaped-deep.json": path climbs out with ..`},
+			msg:     []string{`unsafe layer entry: "configs/../../`, `escaped-deep.json": path climbs out with a ".." element`},
 		},
 		{
 			name: "path-traversal-absolute-name",
