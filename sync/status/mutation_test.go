@@ -1,0 +1,166 @@
+package status
+
+// Tests written for the mutants gremlins found alive (docs/testing.md).
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Each unit starts at its exact size; an unknown total (0) prints done
+// alone; twelve hex digits are not cut.
+func TestMessageBoundaries(t *testing.T) {
+	for _, tc := range []struct {
+		done, total int64
+		want        string
+	}{
+		{1_000_000_000, 1_000_000_000, "1.0/1.0 GB"},
+		{999_999_999, 999_999_999, "1000.0/1000.0 MB"},
+		{1_000_000, 1_000_000, "1.0/1.0 MB"},
+		{1_000, 1_000, "1.0/1.0 kB"},
+		{999, 999, "999/999 B"},
+		{2_000_000, 0, "2.0 MB"},
+		{512, 0, "512 B"},
+		{512, -1, "512 B"},
+	} {
+		if got := byteProgress(tc.done, tc.total); got != tc.want {
+			t.Errorf("byteProgress(%d, %d) = %q, want %q", tc.done, tc.total, got, tc.want)
+		}
+	}
+	if got := shortDigest("sha256:0123456789ab"); got != "sha256:0123456789ab" {
+		t.Errorf("12 hex digits cut: %q", got)
+	}
+	if got := shortDigest("sha256:0123456789abc"); got != "sha256:0123456789ab…" {
+		t.Errorf("13 hex digits: %q", got)
+	}
+	if got := seconds(time.Minute); got != "1m0s" {
+		t.Errorf("a minute: %q", got)
+	}
+	if got := seconds(time.Minute - time.Second/10); got != "59.9s" {
+		t.Errorf("just under a minute: %q", got)
+	}
+}
+
+// The temp folder the process uses is scrubbed from messages wherever it
+// is; a temp folder of "/" adds nothing (it would match every path).
+func TestTempDirPatternFollowsTMPDIR(t *testing.T) {
+	t.Setenv("TMPDIR", "/work/spool")
+	if re := tempDirPattern(); !re.MatchString("open /work/spool/x1/catalog.jsonl") || !re.MatchString("/tmp/a") {
+		t.Errorf("%s misses the temp folder", re)
+	}
+	t.Setenv("TMPDIR", "/")
+	if re := tempDirPattern(); re.MatchString("open /etc/catalog.jsonl") {
+		t.Errorf("%s with TMPDIR=/ matches any path", re)
+	}
+}
+
+// managedBy: catalogd's finalizer or a status field manager named after
+// catalogd marks the object as catalogd's; the Progressing condition's
+// owner is whoever applied it, else the first that updated it.
+func TestManagedBy(t *testing.T) {
+	fields := func(s string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(s)} }
+	progressing := fields(`{"f:status":{"f:conditions":{"k:{\"type\":\"Progressing\"}":{}}}}`)
+	for _, tc := range []struct {
+		name       string
+		finalizers []string
+		mf         []metav1.ManagedFieldsEntry
+		other      string
+		owner      string
+	}{
+		{name: "plain"},
+		{name: "finalizer", finalizers: []string{"example.test/x", CatalogdFinalizer}, other: "finalizer " + CatalogdFinalizer},
+		{name: "catalogd status manager", mf: []metav1.ManagedFieldsEntry{
+			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: fields(`{}`)},
+			{Manager: "catalogd-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: progressing},
+		}, other: "status field manager catalogd-controller-manager", owner: "catalogd-controller-manager"},
+		{name: "catalogd spec manager only", mf: []metav1.ManagedFieldsEntry{
+			{Manager: "catalogd", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: fields(`{}`)},
+		}},
+		{name: "finalizer named first", finalizers: []string{CatalogdFinalizer}, mf: []metav1.ManagedFieldsEntry{
+			{Manager: "catalogd", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: fields(`{}`)},
+		}, other: "finalizer " + CatalogdFinalizer},
+		{name: "apply wins", mf: []metav1.ManagedFieldsEntry{
+			{Manager: "first", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: progressing},
+			{Manager: "catalogsync", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: progressing},
+			{Manager: "third", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: progressing},
+			{Manager: "nofields", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status"},
+		}, owner: "catalogsync"},
+		{name: "first update owns", mf: []metav1.ManagedFieldsEntry{
+			{Manager: "first", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: progressing},
+			{Manager: "second", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: progressing},
+		}, owner: "first"},
+	} {
+		u := &unstructured.Unstructured{}
+		u.SetFinalizers(tc.finalizers)
+		u.SetManagedFields(tc.mf)
+		other, owner := managedBy(u)
+		if other != tc.other || owner != tc.owner {
+			t.Errorf("%s: (%q, %q), want (%q, %q)", tc.name, other, owner, tc.other, tc.owner)
+		}
+	}
+}
+
+// RESTConfig reads a kubeconfig's current context as kubectl does:
+// relative file names beside the file, exec plugins never interactive,
+// and refuses what it cannot honour.
+func TestKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const head = "apiVersion: v1\nkind: Config\n"
+	good := write("good", head+`current-context: c
+contexts: [{name: c, context: {cluster: k, user: u}}, {name: other, context: {cluster: none}}]
+clusters: [{name: k, cluster: {server: "https://127.0.0.1:6443", certificate-authority: ca.crt, tls-server-name: api}}]
+users: [{name: u, user: {client-certificate: /abs/u.crt, client-key: keys/u.key, tokenFile: tok, exec: {apiVersion: client.authentication.k8s.io/v1, command: get-token}}}]
+`)
+	cfg, err := RESTConfig(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://127.0.0.1:6443" || cfg.CAFile != filepath.Join(dir, "ca.crt") || cfg.CertFile != "/abs/u.crt" ||
+		cfg.KeyFile != filepath.Join(dir, "keys/u.key") || cfg.BearerTokenFile != filepath.Join(dir, "tok") || cfg.ServerName != "api" {
+		t.Errorf("config %+v", cfg)
+	}
+	if cfg.QPS != defaultQPS || cfg.Burst != defaultBurst || cfg.UserAgent != "catalogsync" {
+		t.Errorf("QPS %v burst %d agent %q", cfg.QPS, cfg.Burst, cfg.UserAgent)
+	}
+	if ex := cfg.ExecProvider; ex == nil || !ex.StdinUnavailable || ex.InteractiveMode != "Never" || ex.Command != "get-token" {
+		t.Errorf("exec %+v", ex)
+	}
+	for name, body := range map[string]string{
+		"no context":    head + "current-context: missing\ncontexts: [{name: c, context: {cluster: k}}]\n",
+		"no cluster":    head + "current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\n",
+		"no server":     head + "current-context: c\ncontexts: [{name: c, context: {cluster: k}}]\nclusters: [{name: k, cluster: {}}]\n",
+		"auth-provider": head + "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: https://x}}]\nusers: [{name: u, user: {auth-provider: {name: gcp}}}]\n",
+		"not yaml":      "{",
+	} {
+		if _, err := RESTConfig(write(name, body)); !errors.Is(err, ErrKubeconfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := RESTConfig(filepath.Join(dir, "absent")); !errors.Is(err, ErrKubeconfig) {
+		t.Errorf("absent: %v", err)
+	}
+	// No kubeconfig means the pod's service account, which a test is not.
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if _, err := RESTConfig(""); err == nil || !strings.Contains(err.Error(), "in-cluster") {
+		t.Errorf("in-cluster outside a cluster: %v", err)
+	}
+	// A user the context does not name is no user: no credentials.
+	cfg, err = RESTConfig(write("nouser", head+"current-context: c\ncontexts: [{name: c, context: {cluster: k, user: gone}}]\nclusters: [{name: k, cluster: {server: https://x}}]\n"))
+	if err != nil || cfg.BearerToken != "" || cfg.ExecProvider != nil {
+		t.Errorf("no user: %v %+v", err, cfg)
+	}
+}
