@@ -50,7 +50,11 @@ func newFakeCluster(name, image string) *fakeCluster {
 var _ applier = (*fakeCluster)(nil)
 var _ catalogView = (*fakeCluster)(nil)
 
-func (f *fakeCluster) ApplyStatus(_ context.Context, name string, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (*unstructured.Unstructured, error) {
+func (f *fakeCluster) ApplyStatus(ctx context.Context, name string, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (*unstructured.Unstructured, error) {
+	// A client gives up on a request whose context is over, as client-go does.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.checkLocked(name, obj); err != nil {
@@ -68,7 +72,11 @@ func (f *fakeCluster) ApplyStatus(_ context.Context, name string, obj *unstructu
 	return f.objectLocked(), nil
 }
 
-func (f *fakeCluster) Apply(_ context.Context, name string, obj *unstructured.Unstructured, _ metav1.ApplyOptions, _ ...string) (*unstructured.Unstructured, error) {
+func (f *fakeCluster) Apply(ctx context.Context, name string, obj *unstructured.Unstructured, _ metav1.ApplyOptions, _ ...string) (*unstructured.Unstructured, error) {
+	// A client gives up on a request whose context is over, as client-go does.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.checkLocked(name, obj); err != nil {

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -162,5 +165,20 @@ users: [{name: u, user: {client-certificate: /abs/u.crt, client-key: keys/u.key,
 	cfg, err = RESTConfig(write("nouser", head+"current-context: c\ncontexts: [{name: c, context: {cluster: k, user: gone}}]\nclusters: [{name: k, cluster: {server: https://x}}]\n"))
 	if err != nil || cfg.BearerToken != "" || cfg.ExecProvider != nil {
 		t.Errorf("no user: %v %+v", err, cfg)
+	}
+}
+
+// The Progressing condition is applied by this replica's own field
+// manager, named after WithWriterReplica.
+func TestProgressManagerNamesReplica(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	r.mustWrite()
+	r.fc.mu.Lock()
+	owners := slices.Clone(r.fc.owners)
+	r.fc.mu.Unlock()
+	if want := DefaultFieldManager + "/r1"; !slices.Contains(owners, want) {
+		t.Fatalf("managers %v, want %s among them", owners, want)
 	}
 }
