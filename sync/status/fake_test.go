@@ -25,16 +25,18 @@ import (
 // applies (conditions by type), as server-side apply with Force does for
 // fields that two managers do not both set.
 type fakeCluster struct {
-	mu      sync.Mutex
-	cat     Catalog
-	rv      int
-	labels  map[string]string
-	owners  []string           // managers, least recent apply first
-	applied map[string]*Status // each manager's last status apply
-	applies []fakeApply
-	failErr error // returned by every apply while set
-	ptr     *catalog.Pointer
-	ptrErr  error
+	mu     sync.Mutex
+	cat    Catalog
+	rv     int
+	labels map[string]string
+	// labelApplies counts metadata applies (the label).
+	labelApplies int
+	owners       []string           // managers, least recent apply first
+	applied      map[string]*Status // each manager's last status apply
+	applies      []fakeApply
+	failErr      error // returned by every apply while set
+	ptr          *catalog.Pointer
+	ptrErr       error
 }
 
 type fakeApply struct {
@@ -82,6 +84,7 @@ func (f *fakeCluster) Apply(ctx context.Context, name string, obj *unstructured.
 	if err := f.checkLocked(name, obj); err != nil {
 		return nil, err
 	}
+	f.labelApplies++
 	for k, v := range obj.GetLabels() {
 		f.labels[k] = v
 	}

@@ -182,3 +182,58 @@ func TestProgressManagerNamesReplica(t *testing.T) {
 		t.Fatalf("managers %v, want %s among them", owners, want)
 	}
 }
+
+// A new layer is a new state, written at once; byte counts of one layer
+// wait for the rest of the second.
+func TestRenderNewLayerWrittenAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.mustWrite()
+	r.observe(pipeline.Event{Phase: pipeline.PhasePulling, Digest: digest1, Layer: 1, Layers: 2, BytesDone: 4e6, BytesTotal: 4e6})
+	r.mustWrite()
+	r.advance(100 * time.Millisecond)
+	r.observe(pipeline.Event{Phase: pipeline.PhasePulling, Digest: digest1, Layer: 2, Layers: 2, BytesDone: 0, BytesTotal: 4e6})
+	if wait := r.mustWrite(); wait != 0 {
+		t.Errorf("asked to wait %v for a new layer", wait)
+	}
+	checkCond(t, r, TypeProgressing, metav1.ConditionTrue, ReasonSucceeded, "Pulling sha256:111111111111… layer 2/2: 0.0/4.0 MB")
+}
+
+// A spec edited while a sync runs is not claimed observed by that sync:
+// its Progressing condition keeps the generation it started on.
+func TestRenderAttemptKeepsItsGeneration(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	r.mustWrite()
+	gen := r.cond(TypeProgressing).ObservedGeneration
+	r.edit(func(c *Catalog) { c.Image = "registry.test/cat:v2" })
+	r.advance(2 * time.Second)
+	r.observe(pipeline.Event{Phase: pipeline.PhasePulling, Digest: digest1, Layer: 1, Layers: 1, BytesDone: 1, BytesTotal: 4e6})
+	r.mustWrite()
+	if c := r.cond(TypeProgressing); c.ObservedGeneration != gen || !strings.HasPrefix(c.Message, "Pulling") {
+		t.Fatalf("Progressing %q at generation %d, want the running attempt's %d", c.Message, c.ObservedGeneration, gen)
+	}
+}
+
+// The metadata.name label is set where it is missing, once; a restarted
+// writer finds it there and applies nothing.
+func TestRenderLabelSetOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.mustWrite()
+	r.mustWrite()
+	r.fc.mu.Lock()
+	label, n := r.fc.labels[MetadataNameLabel], r.fc.labelApplies
+	r.fc.mu.Unlock()
+	if label != "cat" || n != 1 {
+		t.Fatalf("label %q after %d applies, want \"cat\" after 1", label, n)
+	}
+	r = newRigOn(t, r.fc)
+	r.mustWrite()
+	r.fc.mu.Lock()
+	defer r.fc.mu.Unlock()
+	if r.fc.labelApplies != 1 {
+		t.Fatalf("a restarted writer applied the label again (%d applies)", r.fc.labelApplies)
+	}
+}
