@@ -30,6 +30,11 @@ func TestServingMessageMirror(t *testing.T) {
 	if len(got) > maxMessage || strings.Contains(got, "\n") || !strings.Contains(got, "via mirror mirror.example.test/a a") {
 		t.Errorf("a long mirror: %d bytes: %.200q", len(got), got)
 	}
+	// And the whole message, whatever the reference's length.
+	p.Ref = "registry.example.test/" + strings.Repeat("r", 3000) + ":v1"
+	if got := servingMessage(p); len(got) > maxMessage {
+		t.Errorf("a long reference: %d bytes", len(got))
+	}
 }
 
 // TestRenderServingMirror: the Serving condition names the mirror the
