@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,11 @@ type Watcher struct {
 	mu      sync.Mutex
 	stores  map[Kind]cache.Store
 	version uint64
+	// warned holds the skipped objects' resourceVersions by kind and
+	// name, and over the object counts over MaxObjects, so a bad object is
+	// logged once per edit, not at every rebuild.
+	warned map[Kind]map[string]string
+	over   map[Kind]int
 }
 
 // New returns a Watcher whose rules are base's (the registries.conf file,
@@ -46,7 +52,8 @@ func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, base *regconf
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{dyn: dyn, disc: disc, base: base, log: log, stores: map[Kind]cache.Store{}}
+	w := &Watcher{dyn: dyn, disc: disc, base: base, log: log, stores: map[Kind]cache.Store{},
+		warned: map[Kind]map[string]string{}, over: map[Kind]int{}}
 	w.live.Store(base.Merge(nil))
 	return w
 }
@@ -142,9 +149,13 @@ func (w *Watcher) rebuild() {
 	}
 	slices.SortFunc(sets, func(a, b Set) int { return strings.Compare(sortKey(a), sortKey(b)) })
 	rules := Rules(sets)
-	w.live.Store(w.base.Merge(rules))
+	cfg := w.base.Merge(rules)
+	changed := !reflect.DeepEqual(cfg, w.live.Load())
+	w.live.Store(cfg)
 	w.version++
-	w.log.Info("image mirror sets applied", "sets", len(sets), "sources", len(rules))
+	if changed {
+		w.log.Info("image mirror sets applied", "sets", len(sets), "sources", len(rules))
+	}
 }
 
 func (w *Watcher) parseAll(k Kind, objs []any) []Set {
@@ -156,18 +167,27 @@ func (w *Watcher) parseAll(k Kind, objs []any) []Set {
 	}
 	// By name, so which objects are over the bound does not change.
 	slices.SortFunc(us, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	if n := len(us); n > MaxObjects {
+		if w.over[k] != n {
+			w.log.Warn("too many image mirror sets; the last by name are ignored", "kind", k, "max", MaxObjects, "objects", n)
+		}
+		w.over[k], us = n, us[:MaxObjects]
+	} else {
+		w.over[k] = 0
+	}
+	warned := map[string]string{}
 	var sets []Set
 	for _, u := range us {
-		if len(sets) == MaxObjects {
-			w.log.Warn("too many image mirror sets; the rest are ignored", "kind", k, "max", MaxObjects, "objects", len(objs))
-			break
-		}
 		s, err := Parse(k, u)
 		if err != nil {
-			w.log.Warn("image mirror set skipped", "kind", k, "name", u.GetName(), "err", err)
+			if rv := u.GetResourceVersion(); w.warned[k][u.GetName()] != rv {
+				w.log.Warn("image mirror set skipped", "kind", k, "name", u.GetName(), "err", err)
+			}
+			warned[u.GetName()] = u.GetResourceVersion()
 			continue
 		}
 		sets = append(sets, s)
 	}
+	w.warned[k] = warned
 	return sets
 }

@@ -251,6 +251,10 @@ func TestMirrorSets(t *testing.T) {
 	e.waitVersion(t, v)
 	res, err = e.run(t, tag)
 	expect("tag pull after the tag mirror set is deleted", res, err, "", true, false)
+	// The malformed object was logged once, not at every rebuild since.
+	if n := strings.Count(e.logs.String(), "image mirror set skipped"); n != 1 {
+		t.Fatalf("the malformed object was logged %d times", n)
+	}
 }
 
 // TestNoMirrorSetCRDs: a cluster that does not serve the kinds starts no
