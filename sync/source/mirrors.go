@@ -16,7 +16,8 @@ import (
 var ErrBlocked = regconf.ErrBlocked
 
 // Mirrors says where to pull an image (host/repository) from, in order:
-// a *regconf.Config, or a *regconf.Live that changes while pulls run.
+// a *regconf.Config, or one that changes while pulls run (a
+// *regconf.Live, the cluster's mirror sets).
 type Mirrors interface {
 	Endpoints(name string, byDigest bool) ([]regconf.Endpoint, error)
 }

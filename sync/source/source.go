@@ -245,10 +245,11 @@ func (s *Client) Resolve(ctx context.Context, image string) (Resolved, error) {
 		return Resolved{}, err
 	}
 	if r, err := ParseRef(image); err == nil {
-		if eps, ok, err := s.mirrored(r); err != nil || ok {
-			if err != nil {
-				return Resolved{}, err
-			}
+		eps, ok, err := s.mirrored(r)
+		if err != nil {
+			return Resolved{}, err
+		}
+		if ok {
 			return s.resolveMirrored(ctx, image, r, eps)
 		}
 	}
