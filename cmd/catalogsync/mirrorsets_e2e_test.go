@@ -47,7 +47,8 @@ func TestServeImageMirrorSets(t *testing.T) {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	var errb lockedBuffer
 	go func() {
 		done <- run(ctx, []string{"serve", "--clustercatalogs", "--kubeconfig", kube.Kubeconfig,
 			"--base-url", "http://" + addr, "--addr", addr, "--store", t.TempDir(), "--registries-conf", "",
