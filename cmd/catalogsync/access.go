@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/catalogsync/catalogsync/internal/mirrorsets"
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
 	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -48,6 +51,32 @@ func startPullSecret(ctx context.Context, name, kubeconfig string, log *slog.Log
 	w := pullsecret.New(cs, ns, n, pullsecret.WithLogger(log))
 	if err := w.Start(ctx, time.Minute); err != nil {
 		return nil, fmt.Errorf("--pull-secret: %w", err)
+	}
+	return w, nil
+}
+
+// startMirrorSets follows the cluster's image mirror sets, merged after
+// the registries.conf file's rules, once they are listed.
+func (c *serveCmd) startMirrorSets(ctx context.Context, log *slog.Logger) (source.Mirrors, error) {
+	file, err := c.registriesConf()
+	if err != nil {
+		return nil, err
+	}
+	restCfg, err := status.RESTConfig(c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	w := mirrorsets.New(dyn, disc, file, log)
+	if err := w.Start(ctx, time.Minute); err != nil {
+		return nil, fmt.Errorf("%w (--no-image-mirror-sets turns them off)", err)
 	}
 	return w, nil
 }

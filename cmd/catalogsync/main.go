@@ -149,7 +149,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		source.WithStallTimeout(c.Stall),
 		source.WithLocalSources(!c.noLocal),
 		source.WithCAFile(c.CAFile), source.WithCADir(c.CADir), source.WithCredentials(c.creds),
-		source.WithRegistriesConf(mirrors),
+		source.WithRegistriesConf(mirrors), source.WithMirrors(c.mirrors),
 	)
 	if err != nil {
 		return nil, nil, err

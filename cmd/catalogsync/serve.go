@@ -33,6 +33,7 @@ import (
 type serveCmd struct {
 	commonFlags     `embed:""`
 	configFlag      `embed:""`
+	mirrorSetFlags  `embed:""`
 	Addr            string        `name:"addr" env:"CATALOGSYNC_ADDR,PORT" default:":8080" help:"listen address (PORT=n gives :n)"`
 	BaseURL         string        `name:"base-url" env:"CATALOGSYNC_BASE_URL" docdefault:"from the request" help:"external base URL of this service, for the serving URLs it reports"`
 	MaxSyncs        int           `name:"max-concurrent-syncs" env:"CATALOGSYNC_MAX_CONCURRENT_SYNCS" default:"4" check:"positive" help:"syncs running at once over all catalogs"`
@@ -148,6 +149,11 @@ func (c *serveCmd) buildPipeline(ctx context.Context, s *server) error {
 	var err error
 	if c.creds, err = startPullSecret(ctx, c.PullSecret, c.Kubeconfig, s.log); err != nil {
 		return err
+	}
+	if c.ClusterCatalogs && !c.NoMirrorSets {
+		if c.mirrors, err = c.startMirrorSets(ctx, s.log); err != nil {
+			return err
+		}
 	}
 	c.sigRules = s.cfg.SignaturePolicy
 	pl, src, err := c.pipeline(s.log, s.store, s.cfg.Registries, pipeline.WithOnPublish(func(name string) {

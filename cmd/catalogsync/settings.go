@@ -95,6 +95,8 @@ type commonFlags struct {
 	noLocal bool
 	// creds are extra registry credentials (serve: the pull secret).
 	creds source.CredentialProvider
+	// mirrors, when set, replace --registries-conf's rules (serve: the file's merged with the cluster's mirror sets).
+	mirrors source.Mirrors
 	// sigRules require signatures (the config file's signaturePolicy).
 	sigRules []sigpolicy.Rule
 }
@@ -384,4 +386,9 @@ func checkCommand(k *kong.Kong, args []string) error {
 		return nil
 	}
 	return usageError{fmt.Sprintf("unknown command %q; "+hint, args[0], strings.Join(names, ", "))}
+}
+
+// mirrorSetFlags: serve's OpenShift image mirror sets (docs/registries.md).
+type mirrorSetFlags struct {
+	NoMirrorSets bool `name:"no-image-mirror-sets" env:"CATALOGSYNC_NO_IMAGE_MIRROR_SETS" help:"with --clustercatalogs, do not follow the cluster's ImageDigestMirrorSets and ImageTagMirrorSets (followed by default when the cluster serves them, merged after --registries-conf)"`
 }

@@ -48,6 +48,9 @@ type Registry struct {
 	Blocked            bool     `toml:"blocked"`
 	MirrorByDigestOnly bool     `toml:"mirror-by-digest-only"`
 	Mirrors            []Mirror `toml:"mirror"`
+	// NeverContactSource drops the primary location: only the mirrors are
+	// tried. Not a registries.conf key; OpenShift mirror sets set it.
+	NeverContactSource bool `toml:"-"`
 }
 
 // Config is the merged configuration.
@@ -175,11 +178,24 @@ func (c *Config) Endpoints(name string, byDigest bool) ([]Endpoint, error) {
 		}
 		out = append(out, Endpoint{Name: rewrite(name, r.Prefix, m.Location), Mirror: m.Location, Insecure: m.Insecure})
 	}
+	if r.NeverContactSource {
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w: %s (prefix %s): the source is never contacted and no mirror serves %s pulls", ErrBlocked, name, r.Prefix, pullKind(byDigest))
+		}
+		return out, nil
+	}
 	primary := name
 	if r.Location != "" {
 		primary = rewrite(name, r.Prefix, r.Location)
 	}
 	return append(out, Endpoint{Name: primary, Insecure: r.Insecure}), nil
+}
+
+func pullKind(byDigest bool) string {
+	if byDigest {
+		return "digest"
+	}
+	return "tag"
 }
 
 // match finds the [[registry]] with the longest prefix matching name; a

@@ -19,6 +19,10 @@ type Pointer struct {
 	// ResolvedRef the digest reference it resolved to ("registry.example.test/x/y@sha256:…").
 	Ref         string `json:"ref"`
 	ResolvedRef string `json:"resolvedRef"`
+	// Mirror is the registries.conf or cluster mirror the image was
+	// resolved at ("mirror.example.test/x"); empty for the image's own
+	// registry.
+	Mirror string `json:"mirror,omitempty"`
 	// ResolvedAt is when the registry was asked. It orders publishers: a
 	// pointer never goes back to an older resolution.
 	ResolvedAt  time.Time `json:"resolvedAt"`

@@ -15,26 +15,56 @@ import (
 // ErrBlocked is returned for images of a registry registries.conf blocks.
 var ErrBlocked = regconf.ErrBlocked
 
+// Mirrors says where to pull an image (host/repository) from, in order:
+// a *regconf.Config, or one that changes while pulls run (a
+// *regconf.Live, the cluster's mirror sets).
+type Mirrors interface {
+	Endpoints(name string, byDigest bool) ([]regconf.Endpoint, error)
+}
+
 // WithRegistriesConf pulls through the mirrors of a containers
 // registries.conf: for each image, its mirrors in order and then the
-// primary location, and refuses blocked registries. nil adds nothing.
+// primary location, and refuses blocked registries. Its insecure
+// locations are not TLS-verified. nil adds nothing.
 func WithRegistriesConf(c *regconf.Config) Option {
 	return func(o *options) {
 		if c != nil && len(c.Registries) > 0 {
-			o.mirrors = c
+			o.regconf = c
 		}
 	}
+}
+
+// WithMirrors resolves every registry image through m, over
+// WithRegistriesConf's file (m should include it, see regconf.Merge); its
+// answer is read at each resolution, so m may change while the Client
+// runs. nil adds nothing.
+func WithMirrors(m Mirrors) Option {
+	return func(o *options) { o.live = m }
+}
+
+// mirrored returns the endpoints of r, or ok false when r is pulled from
+// its own name only (then it resolves as without mirrors: a digest
+// reference without a request).
+func (s *Client) mirrored(r ref.Ref) (eps []regconf.Endpoint, ok bool, err error) {
+	if s.mirrors == nil || r.Scheme != "reg" {
+		return nil, false, nil
+	}
+	name := r.Registry + "/" + r.Repository
+	eps, err = s.mirrors.Endpoints(name, r.Digest != "")
+	if err != nil {
+		return nil, false, fmt.Errorf("resolve %s: %w", r.CommonName(), err)
+	}
+	if len(eps) == 1 && eps[0].Mirror == "" && eps[0].Name == name {
+		return nil, false, nil
+	}
+	return eps, true, nil
 }
 
 // resolveMirrored resolves image at the first endpoint that answers: one
 // manifest HEAD per endpoint tried. A mirror that fails, or that names
 // another digest than a pinned reference, passes to the next; the primary
 // location's error is the one returned.
-func (s *Client) resolveMirrored(ctx context.Context, image string, r ref.Ref) (Resolved, error) {
-	eps, err := s.mirrors.Endpoints(r.Registry+"/"+r.Repository, r.Digest != "")
-	if err != nil {
-		return Resolved{}, fmt.Errorf("resolve %s: %w", r.CommonName(), err)
-	}
+func (s *Client) resolveMirrored(ctx context.Context, image string, r ref.Ref, eps []regconf.Endpoint) (Resolved, error) {
 	var mirrorErrs []string
 	for i, ep := range eps {
 		last := i == len(eps)-1

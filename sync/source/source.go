@@ -80,7 +80,8 @@ type options struct {
 	caFiles    []string
 	caDirs     []string
 	creds      CredentialProvider
-	mirrors    *regconf.Config
+	regconf    *regconf.Config
+	live       Mirrors
 }
 
 // Option configures a Source.
@@ -129,7 +130,7 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.tr
 // for concurrent use.
 type Client struct {
 	acc      *access
-	mirrors  *regconf.Config
+	mirrors  Mirrors
 	log      *slog.Logger
 	platform platform.Platform
 	ra       *retryAfter
@@ -150,7 +151,7 @@ func New(opts ...Option) (*Client, error) {
 	for _, fn := range opts {
 		fn(&o)
 	}
-	o.hosts = append(o.hosts, insecureHosts(o.mirrors, o.hosts)...)
+	o.hosts = append(o.hosts, insecureHosts(o.regconf, o.hosts)...)
 	plat, err := platform.Parse(o.platform)
 	if err != nil || plat.OS == "" || plat.Architecture == "" {
 		return nil, fmt.Errorf("invalid platform %q: want os/arch[/variant]", o.platform)
@@ -182,7 +183,14 @@ func New(opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{acc: acc, platform: plat, ra: ra, noLocal: o.noLocal, mirrors: o.mirrors, log: o.logger}, nil
+	c := &Client{acc: acc, platform: plat, ra: ra, noLocal: o.noLocal, log: o.logger}
+	switch {
+	case o.live != nil:
+		c.mirrors = o.live
+	case o.regconf != nil:
+		c.mirrors = o.regconf
+	}
+	return c, nil
 }
 
 // Resolved is an image reference pinned to a digest.
@@ -236,8 +244,14 @@ func (s *Client) Resolve(ctx context.Context, image string) (Resolved, error) {
 	if err := s.checkLocal(image); err != nil {
 		return Resolved{}, err
 	}
-	if r, err := ParseRef(image); err == nil && r.Scheme == "reg" && s.mirrors != nil {
-		return s.resolveMirrored(ctx, image, r)
+	if r, err := ParseRef(image); err == nil {
+		eps, ok, err := s.mirrored(r)
+		if err != nil {
+			return Resolved{}, err
+		}
+		if ok {
+			return s.resolveMirrored(ctx, image, r, eps)
+		}
 	}
 	if res, ok, err := Pin(image); err != nil || ok {
 		return res, err

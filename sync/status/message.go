@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/internal/truncate"
+	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
@@ -72,8 +73,17 @@ func failureMessage(e *pipeline.Error) string {
 	return truncate.UTF8(b.String(), maxMessage)
 }
 
-func servingMessage(digest, ref string) string {
-	return fmt.Sprintf("Serving %s from %s", digest, ref)
+// maxMirror caps the mirror's location in the Serving message.
+const maxMirror = 256
+
+// servingMessage says what is served, and through which mirror it was
+// pulled when one served it.
+func servingMessage(p catalog.Pointer) string {
+	msg := fmt.Sprintf("Serving %s from %s", p.Digest, p.Ref)
+	if p.Mirror != "" {
+		msg += " via mirror " + truncate.UTF8(Sanitize(p.Mirror), maxMirror)
+	}
+	return truncate.UTF8(msg, maxMessage)
 }
 
 // shortDigest keeps 12 hex digits: enough to tell digests apart in a

@@ -759,7 +759,7 @@ func (w *Writer) renderServingLocked(en *entry, o object, base *Status, now time
 		serv = &metav1.Condition{Type: TypeServing, Status: metav1.ConditionFalse, Reason: ReasonUserSpecifiedUnavailable, Message: msgUserUnavailable, ObservedGeneration: gen}
 	case en.ptr.exists:
 		serv = &metav1.Condition{Type: TypeServing, Status: metav1.ConditionTrue, Reason: ReasonAvailable,
-			Message: servingMessage(en.ptr.p.Digest, en.ptr.p.Ref), ObservedGeneration: gen}
+			Message: servingMessage(en.ptr.p), ObservedGeneration: gen}
 		st.ResolvedSource = &ResolvedSource{Type: SourceTypeImage, Image: &ResolvedImageSource{Ref: en.ptr.p.ResolvedRef}}
 		st.URLs = &URLs{Base: w.baseURL + "/catalogs/" + o.cat.Name}
 		t := metav1.NewTime(en.ptr.p.PublishedAt.UTC().Truncate(time.Second))

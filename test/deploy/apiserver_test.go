@@ -145,6 +145,12 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 
+	// OpenShift's image mirror set kinds (the tests' minimal CRDs), so
+	// can-i maps them and serve below follows them as the service account.
+	for _, f := range []string{"imagedigestmirrorset-crd.yaml", "imagetagmirrorset-crd.yaml"} {
+		k.must(nil, "apply", "--server-side", "-f", filepath.Join(dd, "..", "internal", "mirrorsets", "testdata", f))
+	}
+	k.must(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/imagedigestmirrorsets.config.openshift.io", "crd/imagetagmirrorsets.config.openshift.io")
 	// The service accounts and their RBAC for real.
 	k.must(nil, "apply", "--server-side", "-f", filepath.Join(dd, "base", "rbac.yaml"))
 	k.must(nil, "apply", "--server-side", "-f", filepath.Join(dd, "knative", "apiserversource-rbac.yaml"))
@@ -190,6 +196,10 @@ func TestAPIServer(t *testing.T) {
 			{serviceSA, []string{"list", "configmaps", "-n", namespace}, false},
 			{serviceSA, []string{"create", "pods", "-n", namespace}, false},
 			{serviceSA, []string{"patch", "customresourcedefinitions.apiextensions.k8s.io"}, false},
+			{serviceSA, []string{"list", "imagedigestmirrorsets.config.openshift.io"}, true},
+			{serviceSA, []string{"watch", "imagetagmirrorsets.config.openshift.io"}, true},
+			{serviceSA, []string{"update", "imagedigestmirrorsets.config.openshift.io"}, false},
+			{serviceSA, []string{"list", "imagecontentsourcepolicies.operator.openshift.io"}, false},
 			{apiSourceSA, []string{"get", cc}, true},
 			{apiSourceSA, []string{"list", cc}, true},
 			{apiSourceSA, []string{"watch", cc}, true},
