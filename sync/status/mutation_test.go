@@ -3,6 +3,7 @@ package status
 // Tests written for the mutants gremlins found alive (docs/testing.md).
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -235,5 +236,89 @@ func TestRenderLabelSetOnce(t *testing.T) {
 	defer r.fc.mu.Unlock()
 	if r.fc.labelApplies != 1 {
 		t.Fatalf("a restarted writer applied the label again (%d applies)", r.fc.labelApplies)
+	}
+}
+
+// A lease wait that is not stalled clears only a shown lease wait, not a
+// wait of another kind.
+func TestRenderLeaseWaitKeepsSlotWait(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.w.ObserveWait(pipeline.Wait{Catalog: "cat", Reason: pipeline.WaitSlot, Detail: "4 of 4 in use", Time: r.clock()})
+	r.w.ObserveWait(pipeline.Wait{Catalog: "cat", Reason: pipeline.WaitLease, Holder: "r2", Time: r.clock()})
+	r.mustWrite()
+	checkCond(t, r, TypeProgressing, metav1.ConditionTrue, ReasonSucceeded, "Waiting for a free sync slot (4 of 4 in use)")
+}
+
+// Flush returns once the end of the sync is on the status: at once for a
+// catalog it does not know, not for a sync that ended before since; an
+// end it could not wait for is marked late.
+func TestFlush(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	bounded := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), time.Minute)
+	}
+	ctx, cancel := bounded()
+	defer cancel()
+	if r.w.Flush(ctx, "unknown", r.clock()); ctx.Err() != nil {
+		t.Fatal("Flush waited for a catalog it does not know")
+	}
+	start := r.clock()
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	published(r, digest1, pipeline.ActionPublished)
+	over, stop := context.WithCancel(context.Background())
+	stop()
+	r.w.Flush(over, "cat", start)
+	r.w.mu.Lock()
+	late := r.w.entries["cat"].late
+	r.w.mu.Unlock()
+	if !late {
+		t.Error("an end Flush could not wait for is not marked late")
+	}
+	r.mustWrite()
+	ctx, cancel = bounded()
+	defer cancel()
+	if r.w.Flush(ctx, "cat", start); ctx.Err() != nil {
+		t.Fatal("Flush did not see the written end of the sync")
+	}
+	// While a sync runs, an end not waited for is not late: the sync
+	// itself will write its end.
+	r.advance(time.Second)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	r.w.Flush(over, "cat", r.clock())
+	r.w.mu.Lock()
+	late = r.w.entries["cat"].late
+	r.w.mu.Unlock()
+	if late {
+		t.Error("Flush marked a running sync's end late")
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if r.w.Flush(ctx, "cat", start.Add(time.Second)); ctx.Err() == nil {
+		t.Fatal("Flush returned for the end of an older sync")
+	}
+}
+
+// A restarted writer reads from the status that the last sync ended at
+// the current generation: its first quiet poll writes nothing either.
+func TestRenderQuietPollAfterRestart(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	published(r, digest1, pipeline.ActionPublished)
+	r.mustWrite()
+	r = newRigOn(t, r.fc)
+	r.mustWrite()
+	n := r.fc.statusApplies()
+	r.advance(time.Minute)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	r.mustWrite()
+	r.advance(300 * time.Millisecond)
+	published(r, digest1, pipeline.ActionUpToDate)
+	r.mustWrite()
+	if got := r.fc.statusApplies(); got != n {
+		t.Errorf("%d applies for a quiet poll after a restart, want none; Progressing %q", got-n, r.cond(TypeProgressing).Message)
 	}
 }
