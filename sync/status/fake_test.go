@@ -29,7 +29,8 @@ type fakeCluster struct {
 	cat    Catalog
 	rv     int
 	labels map[string]string
-	// labelApplies counts metadata applies (the label).
+	// labelApplies counts metadata applies (the label); ptrReads pointer reads.
+	ptrReads     int
 	labelApplies int
 	owners       []string           // managers, least recent apply first
 	applied      map[string]*Status // each manager's last status apply
@@ -167,6 +168,7 @@ func (f *fakeCluster) get(name string) (object, bool) {
 func (f *fakeCluster) pointer(context.Context, string) (catalog.Pointer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.ptrReads++
 	switch {
 	case f.ptrErr != nil:
 		return catalog.Pointer{}, f.ptrErr

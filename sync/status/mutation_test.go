@@ -322,3 +322,29 @@ func TestRenderQuietPollAfterRestart(t *testing.T) {
 		t.Errorf("%d applies for a quiet poll after a restart, want none; Progressing %q", got-n, r.cond(TypeProgressing).Message)
 	}
 }
+
+// The informer's echo of our own apply is not news: no pointer read, no
+// apply; another writer's change is.
+func TestRenderOwnEchoIgnored(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.mustWrite()
+	reads := func() int {
+		r.fc.mu.Lock()
+		defer r.fc.mu.Unlock()
+		return r.fc.ptrReads
+	}
+	n, applies := reads(), r.fc.statusApplies()
+	r.w.sourceEvent("cat")
+	r.mustWrite()
+	if reads() != n || r.fc.statusApplies() != applies {
+		t.Fatalf("our own apply's echo cost %d pointer reads and %d applies", reads()-n, r.fc.statusApplies()-applies)
+	}
+	r.fc.touch()
+	r.w.sourceEvent("cat")
+	r.mustWrite()
+	if reads() != n+1 {
+		t.Fatalf("another writer's change cost %d pointer reads, want 1", reads()-n)
+	}
+}
