@@ -32,6 +32,7 @@ type fakeCluster struct {
 	// labelApplies counts metadata applies (the label); ptrReads pointer reads.
 	ptrReads     int
 	labelApplies int
+	labelErr     error              // fails label applies only
 	owners       []string           // managers, least recent apply first
 	applied      map[string]*Status // each manager's last status apply
 	applies      []fakeApply
@@ -84,6 +85,9 @@ func (f *fakeCluster) Apply(ctx context.Context, name string, obj *unstructured.
 	defer f.mu.Unlock()
 	if err := f.checkLocked(name, obj); err != nil {
 		return nil, err
+	}
+	if f.labelErr != nil {
+		return nil, f.labelErr
 	}
 	f.labelApplies++
 	for k, v := range obj.GetLabels() {

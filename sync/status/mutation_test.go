@@ -14,8 +14,10 @@ import (
 
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Each unit starts at its exact size; an unknown total (0) prints done
@@ -346,5 +348,25 @@ func TestRenderOwnEchoIgnored(t *testing.T) {
 	r.mustWrite()
 	if reads() != n+1 {
 		t.Fatalf("another writer's change cost %d pointer reads, want 1", reads()-n)
+	}
+}
+
+// A label that cannot be set does not hold the status back; it is tried
+// again after a backoff that grows with each failure.
+func TestRenderLabelBackoff(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.mu.Lock()
+	r.fc.labelErr = apierrors.NewForbidden(schema.GroupResource{Resource: "clustercatalogs"}, "cat", errors.New("no patch"))
+	r.fc.mu.Unlock()
+	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
+		wait := r.mustWrite()
+		if wait < want*8/10 || wait > want*12/10 {
+			t.Fatalf("failure %d: retry in %v, want %v ±20%%", i+1, wait, want)
+		}
+		r.advance(wait)
+	}
+	if r.fc.statusApplies() == 0 {
+		t.Fatal("the failing label held the status back")
 	}
 }
