@@ -3,8 +3,10 @@ package status
 // Tests written for the mutants gremlins found alive (docs/testing.md).
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -368,5 +370,33 @@ func TestRenderLabelBackoff(t *testing.T) {
 	}
 	if r.fc.statusApplies() == 0 {
 		t.Fatal("the failing label held the status back")
+	}
+}
+
+// A pointer that cannot be read is tried again after a backoff that
+// grows with each failure.
+func TestRenderPointerBackoff(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.setPointerErr(errors.New("store unavailable"))
+	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
+		wait := r.mustWrite()
+		if wait < want*8/10 || wait > want*12/10 {
+			t.Fatalf("failure %d: retry in %v, want %v ±20%%", i+1, wait, want)
+		}
+		r.advance(wait)
+	}
+}
+
+// An outage warns at its first failure and at every 20th; the others are
+// debug lines.
+func TestLogFailureEvery20th(t *testing.T) {
+	var buf bytes.Buffer
+	w := &Writer{log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	for n := 1; n <= 45; n++ {
+		w.logFailure(context.Background(), n, "read published pointer")
+	}
+	if got := strings.Count(buf.String(), "level=WARN"); got != 3 || !strings.Contains(buf.String(), "failures=40") {
+		t.Fatalf("%d warnings, want 3 (failures 1, 20, 40):\n%s", got, buf.String())
 	}
 }
