@@ -210,3 +210,35 @@ func TestKeyBundleAndCatalogRule(t *testing.T) {
 		t.Fatalf("prefix rule: %v", err)
 	}
 }
+
+// TestPolicyConfig: what New refuses, each with ErrConfig.
+func TestPolicyConfig(t *testing.T) {
+	ca := newCA(t, "test fulcio")
+	tr := ca.trustedRoot(t)
+	pub := writePub(t, &mustKey(t).PublicKey)
+	kl := func(k sigpolicy.Keyless) sigpolicy.Requirement { return sigpolicy.Requirement{Keyless: &k} }
+	ok := kl(sigpolicy.Keyless{TrustedRoot: tr, Identity: identity, Issuer: issuer, IgnoreTlog: true})
+	for _, tc := range []struct {
+		name     string
+		rules    []sigpolicy.Rule
+		catalogs map[string]sigpolicy.CatalogRule
+		msg      string
+	}{
+		{"no prefix or name", []sigpolicy.Rule{{Requirement: ok}}, nil, "prefix or a name"},
+		{"keys and keyless", []sigpolicy.Rule{{Prefix: "r/a", Requirement: sigpolicy.Requirement{KeyFiles: []string{pub}, Keyless: ok.Keyless}}}, nil, "keys or keyless"},
+		{"nothing", []sigpolicy.Rule{{Prefix: "r/a"}}, nil, "keys or keyless"},
+		{"no identity", []sigpolicy.Rule{{Prefix: "r/a", Requirement: kl(sigpolicy.Keyless{TrustedRoot: tr, Issuer: issuer, IgnoreTlog: true})}}, nil, "identity or identityRegexp"},
+		{"both issuers", []sigpolicy.Rule{{Prefix: "r/a", Requirement: kl(sigpolicy.Keyless{TrustedRoot: tr, Identity: identity, Issuer: issuer, IssuerRegexp: "x", IgnoreTlog: true})}}, nil, "issuer or issuerRegexp"},
+		{"bad regexp", []sigpolicy.Rule{{Prefix: "r/a", Requirement: kl(sigpolicy.Keyless{TrustedRoot: tr, IdentityRegexp: "(", Issuer: issuer, IgnoreTlog: true})}}, nil, "identity"},
+		{"no trusted root", []sigpolicy.Rule{{Prefix: "r/a", Requirement: kl(sigpolicy.Keyless{TrustedRoot: tr + ".missing", Identity: identity, Issuer: issuer, IgnoreTlog: true})}}, nil, "trusted root"},
+		{"no log in root", []sigpolicy.Rule{{Prefix: "r/a", Requirement: kl(sigpolicy.Keyless{TrustedRoot: tr, Identity: identity, Issuer: issuer})}}, nil, "no transparency log"},
+		{"duplicate name", []sigpolicy.Rule{{Name: "n", Requirement: ok}, {Name: "n", Requirement: ok}}, nil, "two rules"},
+		{"unknown rule", nil, map[string]sigpolicy.CatalogRule{"c": {Rule: "n"}}, `no rule named "n"`},
+		{"rule and inline", []sigpolicy.Rule{{Name: "n", Requirement: ok}}, map[string]sigpolicy.CatalogRule{"c": {Rule: "n", Requirement: ok}}, "not both"},
+	} {
+		_, err := sigpolicy.New(nil, tc.rules, tc.catalogs)
+		if !errors.Is(err, sigpolicy.ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want ErrConfig %q", tc.name, err, tc.msg)
+		}
+	}
+}
