@@ -27,8 +27,9 @@ type Config struct {
 	Registries []source.Host `json:"registries,omitempty"`
 	// Catalogs to keep synced.
 	Catalogs []CatalogConfig `json:"catalogs"`
-	// SignaturePolicy requires cosign signatures by the given keys for
-	// images under each prefix.
+	// SignaturePolicy requires signatures (by keys, or keyless by an
+	// identity) of images under each prefix; named rules may be
+	// referenced by catalogs.
 	SignaturePolicy []sigpolicy.Rule `json:"signaturePolicy,omitempty"`
 	// Webhooks configures registry push receivers, under /hooks/.
 	Webhooks webhook.Config `json:"webhooks,omitempty"`
@@ -48,6 +49,10 @@ type CatalogConfig struct {
 	Name                string `json:"name"`
 	Image               string `json:"image"`
 	PollIntervalMinutes int    `json:"pollIntervalMinutes,omitempty"`
+	// Signature is the catalog's own signature requirement (a named rule
+	// of signaturePolicy, or keys or keyless inline); it wins over the
+	// prefix rules.
+	Signature *sigpolicy.CatalogRule `json:"signature,omitempty"`
 }
 
 func loadConfig(path string) (Config, error) {
@@ -132,4 +137,21 @@ func (c Config) catalogs() []pipeline.Catalog {
 func pollInterval(minutes int) time.Duration {
 	d, _ := engine.PollInterval(float64(minutes))
 	return d
+}
+
+// signatures is a config file's signature policy: the rules and the
+// catalogs' own requirements.
+type signatures struct {
+	rules    []sigpolicy.Rule
+	catalogs map[string]sigpolicy.CatalogRule
+}
+
+func (c Config) signatures() signatures {
+	out := signatures{rules: c.SignaturePolicy, catalogs: map[string]sigpolicy.CatalogRule{}}
+	for _, cat := range c.Catalogs {
+		if cat.Signature != nil {
+			out.catalogs[cat.Name] = *cat.Signature
+		}
+	}
+	return out
 }

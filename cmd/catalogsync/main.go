@@ -154,8 +154,8 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(c.sigRules) > 0 {
-		pol, err := sigpolicy.New(src, c.sigRules)
+	if len(c.sigs.rules) > 0 || len(c.sigs.catalogs) > 0 {
+		pol, err := sigpolicy.New(src, c.sigs.rules, c.sigs.catalogs)
 		if err != nil {
 			src.Close()
 			return nil, nil, err
@@ -319,7 +319,7 @@ func (c *pollCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 		return err
 	}
 	defer closeStore(store)
-	c.sigRules = cfg.SignaturePolicy
+	c.sigs = cfg.signatures()
 	pl, src, err := c.pipeline(log, store, cfg.Registries)
 	if err != nil {
 		return err

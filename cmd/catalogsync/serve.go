@@ -155,7 +155,7 @@ func (c *serveCmd) buildPipeline(ctx context.Context, s *server) error {
 			return err
 		}
 	}
-	c.sigRules = s.cfg.SignaturePolicy
+	c.sigs = s.cfg.signatures()
 	pl, src, err := c.pipeline(s.log, s.store, s.cfg.Registries, pipeline.WithOnPublish(func(name string) {
 		if s.contentH != nil {
 			s.contentH.Invalidate(name)

@@ -31,7 +31,6 @@ import (
 	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
-	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -97,8 +96,9 @@ type commonFlags struct {
 	creds source.CredentialProvider
 	// mirrors, when set, replace --registries-conf's rules (serve: the file's merged with the cluster's mirror sets).
 	mirrors source.Mirrors
-	// sigRules require signatures (the config file's signaturePolicy).
-	sigRules []sigpolicy.Rule
+	// sigs require signatures (the config file's signaturePolicy and
+	// catalogs' signature).
+	sigs signatures
 }
 
 const envAPIToken = "CATALOGSYNC_API_TOKEN" //nolint:gosec // G101: the name of the variable, not a token
@@ -112,7 +112,8 @@ var envOnly = []struct{ Env, Cmd, Help string }{
 // fileOnly are config-file keys with no flag, for the table.
 var fileOnly = []struct{ Key, Help string }{
 	{"registries[].caFile, username, password", "per-host CA bundle and credentials (`env:NAME` allowed), over the pull secret's"},
-	{"signaturePolicy: [{prefix, keys}]", "images under `prefix` must carry a cosign signature (tag `sha256-<hex>.sig`) by one of the PEM public `keys`; otherwise the sync is terminal and the old catalog stays"},
+	{"signaturePolicy: [{name, prefix, keys/keyless}]", "images under `prefix` must be signed by one of the PEM public `keys` (cosign tag `sha256-<hex>.sig` or a sigstore bundle referrer) or, `keyless: {trustedRoot, identity/identityRegexp, issuer/issuerRegexp, ignoreTlog}`, by a certificate for that identity; otherwise the sync is terminal and the old catalog stays"},
+	{"catalogs[].signature: {rule/keys/keyless}", "the catalog's own signature requirement (a named rule, or inline); it wins over the prefix rules"},
 }
 
 // vars fill the ${...} in the declarations from the packages' constants.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/handlers/api"
+	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -32,6 +33,7 @@ func TestAPI(t *testing.T) {
 	})
 	t.Run("service", func(t *testing.T) { testService(t, s, storeOnlyEnv(t, newFSStore(t))) })
 	t.Run("corrupt records", func(t *testing.T) { testCorruptRecords(t, s, storeOnlyEnv(t, newFSStore(t))) })
+	t.Run("verified by", func(t *testing.T) { testVerifiedBy(t, s, storeOnlyEnv(t, newFSStore(t))) })
 	t.Run("store down", func(t *testing.T) { testStoreDown(t, s) })
 	if t.Failed() {
 		return
@@ -366,4 +368,28 @@ func testCorruptRecords(t *testing.T, s *spec, e *env) {
 	}
 	x := e.do(t, s, request{method: http.MethodGet, path: "/api/v1/catalogs"})
 	wantStatus(t, x, http.StatusOK)
+}
+
+// testVerifiedBy: what verified the served content, recorded in its
+// meta.json, is in the published view.
+func testVerifiedBy(t *testing.T, s *spec, e *env) {
+	ctx := context.Background()
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	const by = `keyless identity release@acme.example issuer https://issuer.acme.example (rule "acme")`
+	w, err := catalog.NewWriter(ctx, e.store, tinyName, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add("olm.package", "", "a", []byte(`{"schema":"olm.package","name":"a"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx, catalog.Meta{Ref: "r:1", VerifiedBy: by}); err != nil {
+		t.Fatal(err)
+	}
+	if err := catalog.Publish(ctx, e.store, tinyName, catalog.Pointer{Digest: digest, Ref: "r:1", ResolvedRef: "r@" + digest, ResolvedAt: time.Now(), PublishedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if c := getCatalog(t, s, e, tinyName); c.Published == nil || c.Published.VerifiedBy != by {
+		t.Fatalf("published view %+v, want verifiedBy %q", c.Published, by)
+	}
 }

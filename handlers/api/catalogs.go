@@ -123,6 +123,14 @@ func (h *Handler) catalogView(ctx context.Context, c pipeline.Catalog, base stri
 	switch {
 	case err == nil:
 		v.Published = publishedView(ptr)
+		// What verified the served content is in its meta.json.
+		meta, ok, err := catalog.HasContent(ctx, h.store, c.Name, ptr.Digest)
+		if err != nil {
+			return v, err
+		}
+		if ok {
+			v.Published.VerifiedBy = meta.VerifiedBy
+		}
 	case errors.Is(err, storage.ErrNotExist):
 	case errors.Is(err, catalog.ErrCorrupt), errors.Is(err, catalog.ErrInvalidName):
 		problems = append(problems, err.Error())

@@ -49,6 +49,9 @@ type Published struct {
 	ResolvedRef string    `json:"resolvedRef"`
 	ResolvedAt  time.Time `json:"resolvedAt"`
 	PublishedAt time.Time `json:"publishedAt"`
+	// VerifiedBy is what verified the served content's signature (its
+	// meta.json), when the policy required one.
+	VerifiedBy string `json:"verifiedBy,omitempty"`
 }
 
 // Poll is the last poll recorded in storage.

@@ -86,6 +86,10 @@ type Meta struct {
 	Created     time.Time      `json:"created"`
 	// Stats is free-form, for timings and the like.
 	Stats map[string]any `json:"stats,omitempty"`
+	// VerifiedBy says what verified the image's signature when the
+	// signature policy required one (no key material, no secret); empty
+	// otherwise and in content written before it existed.
+	VerifiedBy string `json:"verifiedBy,omitempty"`
 }
 
 // HasContent reports whether the content of name at digest is complete: its

@@ -134,7 +134,7 @@ func TestMeta(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := w.Commit(ctx, Meta{Ref: "r:1", Created: created, Stats: map[string]any{"pullSeconds": 2.5}})
+	m, err := w.Commit(ctx, Meta{Ref: "r:1", Created: created, Stats: map[string]any{"pullSeconds": 2.5}, VerifiedBy: "keyless identity a@b.example issuer https://i.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +143,10 @@ func TestMeta(t *testing.T) {
 	want := Meta{
 		Format: 1, Name: "ops", Digest: digestOf(1), Ref: "r:1", Objects: 4, Size: int64(len(all)), SHA256: sum,
 		IndexSize: int64(len(sampleIndex(t, objs))), GraphQLSize: m.GraphQLSize,
-		Schemas: map[string]int{"olm.package": 1, "olm.channel": 1, "olm.bundle": 2},
-		Created: created,
-		Stats:   map[string]any{"pullSeconds": 2.5},
+		Schemas:    map[string]int{"olm.package": 1, "olm.channel": 1, "olm.bundle": 2},
+		Created:    created,
+		Stats:      map[string]any{"pullSeconds": 2.5},
+		VerifiedBy: "keyless identity a@b.example issuer https://i.example",
 	}
 	if fmt.Sprint(m) != fmt.Sprint(want) {
 		t.Errorf("Commit meta = %+v\nwant %+v", m, want)
@@ -165,10 +166,20 @@ func TestMeta(t *testing.T) {
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"format", "name", "digest", "ref", "objects", "size", "sha256", "indexSize", "schemas", "created", "stats"} {
+	for _, f := range []string{"format", "name", "digest", "ref", "objects", "size", "sha256", "indexSize", "schemas", "created", "stats", "verifiedBy"} {
 		if _, ok := fields[f]; !ok {
 			t.Errorf("meta.json lacks %q: %s", f, raw)
 		}
+	}
+	// A meta.json written before verifiedBy existed is still read.
+	delete(fields, "verifiedBy")
+	old, _ := json.Marshal(fields)
+	if _, err := s.Put(ctx, "catalogs/ops/"+strings.Replace(digestOf(1), ":", "-", 1)+"/meta.json", bytes.NewReader(old)); err != nil {
+		t.Fatal(err)
+	}
+	want.VerifiedBy = ""
+	if got, ok, err := HasContent(ctx, s, "ops", digestOf(1)); err != nil || !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("older meta.json: HasContent = %+v, %v, %v", got, ok, err)
 	}
 }
 

@@ -330,7 +330,7 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 		return catalog.Meta{}, err
 	}
 	meta, err := w.Commit(ctx, catalog.Meta{
-		Ref: a.c.Image,
+		Ref: a.c.Image, VerifiedBy: a.res.VerifiedBy,
 		Stats: map[string]any{
 			"resolvedRef":    a.res.ResolvedRef,
 			"manifestDigest": img.ManifestDigest,

@@ -12,10 +12,11 @@ import (
 const ReasonSignature Reason = "SignatureInvalid"
 
 // SignatureChecker verifies a resolved image before anything of it is
-// published; sigpolicy.Policy is one. It returns what verified the image,
-// empty when no requirement applies.
+// published; sigpolicy.Policy is one. It gets the catalog's name (it may
+// have a requirement of its own) and image, and returns what verified the
+// image, empty when no requirement applies.
 type SignatureChecker interface {
-	Check(ctx context.Context, image string, res source.Resolved) (string, error)
+	Check(ctx context.Context, catalog, image string, res source.Resolved) (string, error)
 }
 
 // WithSignatureCheck requires every image to pass c before it is pulled
@@ -29,7 +30,7 @@ func (p *Pipeline) checkSignature(ctx context.Context, c Catalog, resolved sourc
 	if p.sigs == nil {
 		return nil
 	}
-	by, err := p.sigs.Check(ctx, c.Image, resolved)
+	by, err := p.sigs.Check(ctx, c.Name, c.Image, resolved)
 	if err != nil {
 		if source.Retryable(err) && isRegistryErr(err) {
 			return registryError(PhaseResolving, err)

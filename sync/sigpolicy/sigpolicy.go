@@ -1,23 +1,20 @@
-// Package sigpolicy requires catalog images to carry a cosign signature,
-// key-based, found by the cosign tag scheme (sha256-<hex>.sig), in the
-// spirit of the containers policy.json sigstoreSigned requirement: per
-// image prefix, the public keys one of which must have signed a payload
-// naming the image's digest. Verification uses sigstore's signature
-// package.
+// Package sigpolicy requires catalog images to be signed, in the spirit of
+// the containers policy.json sigstoreSigned requirement: a requirement
+// per image prefix (the longest matching prefix wins) or per catalog
+// (which wins over any prefix), met by one of its public keys or by a
+// keyless (certificate) signature whose identity and issuer match.
+//
+// Signatures are found as sigstore bundles attached to the image digest as
+// OCI referrers and, for keys, by the cosign tag scheme (sha256-<hex>.sig).
+// Bundles are verified with sigstore-go, tag signatures with sigstore's
+// signature package.
 package sigpolicy
 
 import (
-	"bytes"
 	"context"
-	"crypto"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/catalogsync/catalogsync/sync/source"
 )
@@ -25,122 +22,218 @@ import (
 var (
 	// ErrUnsigned means the policy requires a signature and there is none.
 	ErrUnsigned = errors.New("image is not signed")
-	// ErrBadSignature means signatures exist but none verifies for this digest.
+	// ErrBadSignature means signatures exist but none verifies for this
+	// digest; the errors below wrapped with it say why.
 	ErrBadSignature = errors.New("no valid signature")
+	// ErrWrongIdentity: a certificate verified, for another identity.
+	ErrWrongIdentity = errors.New("signed by another identity")
+	// ErrWrongIssuer: a certificate verified, from another OIDC issuer.
+	ErrWrongIssuer = errors.New("identity from another issuer")
+	// ErrOtherDigest: a trusted signature names another image digest.
+	ErrOtherDigest = errors.New("signature of another digest")
+	// ErrUntrusted: the signature does not verify against the trust
+	// material (unknown CA or key, no trusted time, bad signature).
+	ErrUntrusted = errors.New("not verified by the trust material")
 	// ErrConfig means the policy cannot be loaded.
 	ErrConfig = errors.New("invalid signature policy")
 )
 
-// Rule requires images whose name starts with Prefix (host/repository
-// path elements) to be signed by one of the keys in KeyFiles (PEM public
-// keys).
+// Requirement is what a signature must satisfy: made by one of KeyFiles
+// (PEM public keys), or Keyless.
+type Requirement struct {
+	KeyFiles []string `json:"keys,omitempty"`
+	Keyless  *Keyless `json:"keyless,omitempty"`
+}
+
+// Rule applies its requirement to images whose name starts with Prefix
+// (host/repository path elements). A rule with a Name may be referenced by
+// catalogs; a rule with only a Name applies to no prefix.
 type Rule struct {
-	Prefix   string   `json:"prefix"`
-	KeyFiles []string `json:"keys"`
+	Name   string `json:"name,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	Requirement
 }
 
-type rule struct {
-	prefix    string
-	verifiers []signature.Verifier
-	names     []string
+// CatalogRule is one catalog's own requirement: the rule named Rule, or
+// the requirement given inline.
+type CatalogRule struct {
+	Rule string `json:"rule,omitempty"`
+	Requirement
 }
 
-// Policy checks images against the rules; the longest matching prefix
-// applies and images no rule matches need no signature.
+// requirement is a loaded Requirement; label names it in messages.
+type requirement struct {
+	label   string
+	keys    []key
+	keyless *keyless
+}
+
+// Policy checks images against the rules. A catalog's own requirement
+// wins; otherwise the longest matching prefix applies, and images no rule
+// matches need no signature.
 type Policy struct {
-	rules []rule
-	src   *source.Client
+	prefixes []prefixRule
+	catalogs map[string]*requirement
+	src      *source.Client
 }
 
-// New loads the rules' keys; src fetches the signatures.
-func New(src *source.Client, rules []Rule) (*Policy, error) {
-	p := &Policy{src: src}
+type prefixRule struct {
+	prefix string
+	req    *requirement
+}
+
+// New loads the rules and the catalogs' own requirements (by catalog
+// name); src fetches the signatures.
+func New(src *source.Client, rules []Rule, catalogs map[string]CatalogRule) (*Policy, error) {
+	p := &Policy{src: src, catalogs: map[string]*requirement{}}
+	named := map[string]*requirement{}
 	for i, r := range rules {
-		if r.Prefix == "" || len(r.KeyFiles) == 0 {
-			return nil, fmt.Errorf("%w: rule %d needs a prefix and keys", ErrConfig, i)
+		if r.Prefix == "" && r.Name == "" {
+			return nil, fmt.Errorf("%w: rule %d needs a prefix or a name", ErrConfig, i)
 		}
-		rr := rule{prefix: strings.TrimSuffix(r.Prefix, "/")}
-		for _, f := range r.KeyFiles {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-			}
-			pub, err := cryptoutils.UnmarshalPEMToPublicKey(b)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrConfig, f, err)
-			}
-			v, err := signature.LoadVerifier(pub, crypto.SHA256)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrConfig, f, err)
-			}
-			rr.verifiers, rr.names = append(rr.verifiers, v), append(rr.names, f)
+		label := fmt.Sprintf("rule for prefix %q", r.Prefix)
+		if r.Name != "" {
+			label = fmt.Sprintf("rule %q", r.Name)
 		}
-		p.rules = append(p.rules, rr)
+		req, err := load(label, r.Requirement)
+		if err != nil {
+			return nil, err
+		}
+		if r.Name != "" {
+			if named[r.Name] != nil {
+				return nil, fmt.Errorf("%w: two rules named %q", ErrConfig, r.Name)
+			}
+			named[r.Name] = req
+		}
+		if r.Prefix != "" {
+			p.prefixes = append(p.prefixes, prefixRule{strings.TrimSuffix(r.Prefix, "/"), req})
+		}
+	}
+	for name, c := range catalogs {
+		req, err := catalogRequirement(name, c, named)
+		if err != nil {
+			return nil, err
+		}
+		p.catalogs[name] = req
 	}
 	return p, nil
 }
 
-func (p *Policy) match(name string) (rule, bool) {
-	best, n := rule{}, -1
-	for _, r := range p.rules {
+func catalogRequirement(name string, c CatalogRule, named map[string]*requirement) (*requirement, error) {
+	inline := len(c.KeyFiles) > 0 || c.Keyless != nil
+	switch {
+	case c.Rule != "" && inline:
+		return nil, fmt.Errorf("%w: catalog %q: give a rule or a requirement, not both", ErrConfig, name)
+	case c.Rule != "":
+		req := named[c.Rule]
+		if req == nil {
+			return nil, fmt.Errorf("%w: catalog %q: no rule named %q", ErrConfig, name, c.Rule)
+		}
+		return req, nil
+	}
+	return load(fmt.Sprintf("catalog %q", name), c.Requirement)
+}
+
+// load checks and loads a requirement: keys or keyless, not both.
+func load(label string, r Requirement) (*requirement, error) {
+	if (len(r.KeyFiles) > 0) == (r.Keyless != nil) {
+		return nil, fmt.Errorf("%w: %s needs keys or keyless (one of them)", ErrConfig, label)
+	}
+	req := &requirement{label: label}
+	var err error
+	if r.Keyless != nil {
+		req.keyless, err = loadKeyless(*r.Keyless)
+	} else {
+		req.keys, err = loadKeys(r.KeyFiles)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	return req, nil
+}
+
+// requirementFor picks the requirement of a catalog and its image name.
+func (p *Policy) requirementFor(catalog, name string) *requirement {
+	if req := p.catalogs[catalog]; req != nil {
+		return req
+	}
+	var best *requirement
+	n := -1
+	for _, r := range p.prefixes {
 		if (name == r.prefix || strings.HasPrefix(name, r.prefix+"/")) && len(r.prefix) > n {
-			best, n = r, len(r.prefix)
+			best, n = r.req, len(r.prefix)
 		}
 	}
-	return best, n >= 0
+	return best
 }
 
-// payload is cosign's simple-signing payload.
-type payload struct {
-	Critical struct {
-		Identity struct {
-			DockerReference string `json:"docker-reference"`
-		} `json:"identity"`
-		Image struct {
-			DockerManifestDigest string `json:"docker-manifest-digest"`
-		} `json:"image"`
-		Type string `json:"type"`
-	} `json:"critical"`
-}
-
-// Check verifies res against the policy for image (the catalog's
-// reference). It returns what verified it ("" when no rule applies).
-func (p *Policy) Check(ctx context.Context, image string, res source.Resolved) (string, error) {
+// Check verifies res against the requirement for catalog and its image
+// (the configured reference). It returns what verified it ("" when no
+// requirement applies).
+func (p *Policy) Check(ctx context.Context, catalog, image string, res source.Resolved) (string, error) {
 	r, err := source.ParseRef(image)
 	if err != nil || r.Scheme != "reg" {
 		return "", nil
 	}
-	rl, ok := p.match(r.Registry + "/" + r.Repository)
-	if !ok {
+	req := p.requirementFor(catalog, r.Registry+"/"+r.Repository)
+	if req == nil {
 		return "", nil
 	}
-	sigs, err := p.src.CosignSignatures(ctx, res)
+	bundles, err := p.src.SigstoreBundles(ctx, res)
 	if err != nil {
 		return "", err
 	}
-	if len(sigs) == 0 {
-		return "", fmt.Errorf("%w: %s has no cosign signature (tag %s)", ErrUnsigned, res.Ref, strings.Replace(res.Digest, ":", "-", 1)+".sig")
-	}
-	otherDigest := false
-	for _, s := range sigs {
-		for i, v := range rl.verifiers {
-			if v.VerifySignature(bytes.NewReader(s.Signature), bytes.NewReader(s.Payload)) != nil {
-				continue
-			}
-			var pl payload
-			if json.Unmarshal(s.Payload, &pl) != nil || pl.Critical.Type != "cosign container image signature" {
-				continue
-			}
-			if pl.Critical.Image.DockerManifestDigest != res.Digest {
-				otherDigest = true
-				continue
-			}
-			return "cosign key " + rl.names[i], nil
+	var sigs []source.CosignSignature
+	if len(req.keys) > 0 {
+		if sigs, err = p.src.CosignSignatures(ctx, res); err != nil {
+			return "", err
 		}
 	}
-	why := "none is by a trusted key"
-	if otherDigest {
-		why = "the trusted key signed another digest"
+	if len(bundles) == 0 && len(sigs) == 0 {
+		return "", fmt.Errorf("%w: %s: %s has no signature (no sigstore bundle referrer%s)", ErrUnsigned, req.label, res.Ref, tagHint(req, res))
 	}
-	return "", fmt.Errorf("%w: %s: %d signature(s), %s", ErrBadSignature, res.Ref, len(sigs), why)
+	var worst verdict
+	for _, b := range bundles {
+		by, err := req.verifyBundle(b, res.Digest)
+		if err == nil {
+			return by + " (" + req.label + ")", nil
+		}
+		worst.add(err)
+	}
+	for _, s := range sigs {
+		by, err := req.verifyTagSignature(s, res.Digest)
+		if err == nil {
+			return by + " (" + req.label + ")", nil
+		}
+		worst.add(err)
+	}
+	return "", fmt.Errorf("%w: %s: %s: %d signature(s), %w", ErrBadSignature, req.label, res.Ref, len(bundles)+len(sigs), worst.err)
+}
+
+func tagHint(req *requirement, res source.Resolved) string {
+	if len(req.keys) == 0 {
+		return ""
+	}
+	return ", no cosign signature tag " + strings.Replace(res.Digest, ":", "-", 1) + ".sig"
+}
+
+// verdict keeps the most telling of the failures: a signature that
+// verified but for another identity says more than an untrusted one.
+type verdict struct{ err error }
+
+var rank = []error{ErrWrongIdentity, ErrWrongIssuer, ErrOtherDigest, ErrUntrusted}
+
+func (v *verdict) add(err error) {
+	if v.err == nil || rankOf(err) < rankOf(v.err) {
+		v.err = err
+	}
+}
+
+func rankOf(err error) int {
+	for i, e := range rank {
+		if errors.Is(err, e) {
+			return i
+		}
+	}
+	return len(rank)
 }

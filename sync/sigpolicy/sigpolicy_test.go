@@ -114,7 +114,7 @@ func TestSignaturePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	pol, err := sigpolicy.New(src, []sigpolicy.Rule{{Prefix: reg.Host + "/acme", KeyFiles: []string{trustedPub}}})
+	pol, err := sigpolicy.New(src, []sigpolicy.Rule{{Prefix: reg.Host + "/acme", Requirement: sigpolicy.Requirement{KeyFiles: []string{trustedPub}}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestSignaturePolicy(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"unsigned", func(string) {}, sigpolicy.ErrUnsigned, "no cosign signature"},
+		{"unsigned", func(string) {}, sigpolicy.ErrUnsigned, "no cosign signature tag"},
 		{"another key", func(d string) { sign(t, rc, repo, other, d, d) }, sigpolicy.ErrBadSignature, "none is by a trusted key"},
 		{"another digest", func(d string) { sign(t, rc, repo, trusted, d, good) }, sigpolicy.ErrBadSignature, "another digest"},
 	} {
