@@ -23,6 +23,9 @@ type Pointer struct {
 	// resolved at ("mirror.example.test/x"); empty for the image's own
 	// registry.
 	Mirror string `json:"mirror,omitempty"`
+	// VerifiedBy says what verified the image's signature, when the
+	// signature policy required one (as meta.json's VerifiedBy).
+	VerifiedBy string `json:"verifiedBy,omitempty"`
 	// ResolvedAt is when the registry was asked. It orders publishers: a
 	// pointer never goes back to an older resolution.
 	ResolvedAt  time.Time `json:"resolvedAt"`

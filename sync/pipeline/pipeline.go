@@ -259,7 +259,8 @@ func (a *attempt) sync(ctx context.Context) error {
 	if err := a.p.checkSignature(ctx, a.c, resolved, &a.res); err != nil {
 		return err
 	}
-	ptr := catalog.Pointer{Digest: resolved.Digest, Ref: a.c.Image, ResolvedRef: resolved.Ref, Mirror: resolved.Mirror, ResolvedAt: poll.Time}
+	ptr := catalog.Pointer{Digest: resolved.Digest, Ref: a.c.Image, ResolvedRef: resolved.Ref, Mirror: resolved.Mirror,
+		VerifiedBy: a.res.VerifiedBy, ResolvedAt: poll.Time}
 	meta, stored, err := catalog.HasContent(ctx, a.p.store, a.c.Name, resolved.Digest)
 	if err != nil {
 		return storageError(PhaseResolving, err)

@@ -146,6 +146,11 @@ func TestKeylessBundles(t *testing.T) {
 	if err != nil || !ok || meta.VerifiedBy != res.VerifiedBy {
 		t.Fatalf("meta.json: %+v %v %v", meta, ok, err)
 	}
+	// The pointer records it too: the ClusterCatalog's Serving message
+	// is built from the pointer.
+	if ptr, _, err := catalog.Current(context.Background(), b.st, "cat"); err != nil || ptr.VerifiedBy != res.VerifiedBy {
+		t.Fatalf("pointer: %+v %v", ptr, err)
+	}
 
 	for _, tc := range []struct {
 		name string

@@ -76,12 +76,16 @@ func failureMessage(e *pipeline.Error) string {
 // maxMirror caps the mirror's location in the Serving message.
 const maxMirror = 256
 
-// servingMessage says what is served, and through which mirror it was
-// pulled when one served it.
+// servingMessage says what is served, through which mirror it was pulled
+// when one served it, and what verified its signature when the policy
+// required one.
 func servingMessage(p catalog.Pointer) string {
 	msg := fmt.Sprintf("Serving %s from %s", p.Digest, p.Ref)
 	if p.Mirror != "" {
 		msg += " via mirror " + truncate.UTF8(Sanitize(p.Mirror), maxMirror)
+	}
+	if p.VerifiedBy != "" {
+		msg += ", signature verified by " + truncate.UTF8(Sanitize(p.VerifiedBy), maxMirror)
 	}
 	return truncate.UTF8(msg, maxMessage)
 }

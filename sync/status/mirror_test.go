@@ -92,3 +92,19 @@ func TestServingNamesMirrorRealAPIServer(t *testing.T) {
 		t.Fatalf("Serving message %q, want %q", got, want)
 	}
 }
+
+// TestRenderServingVerifiedBy: the Serving condition says what verified
+// the signature of what is served, as the published pointer records it.
+func TestRenderServingVerifiedBy(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.fc.mu.Lock()
+	r.fc.ptr.Mirror = "mirror.example.test/acme"
+	r.fc.ptr.VerifiedBy = `keyless identity ci@example.test issuer https://issuer.example.test (rule "acme")`
+	r.fc.mu.Unlock()
+	published(r, digest1, pipeline.ActionPublished)
+	r.mustWrite()
+	checkCond(t, r, TypeServing, metav1.ConditionTrue, ReasonAvailable, "Serving "+digest1+" from "+testImage+
+		` via mirror mirror.example.test/acme, signature verified by keyless identity ci@example.test issuer https://issuer.example.test (rule "acme")`)
+}
