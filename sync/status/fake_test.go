@@ -146,7 +146,7 @@ func (f *fakeCluster) objectLocked() *unstructured.Unstructured {
 	if err != nil {
 		panic(err)
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
+	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": apiVersion, "kind": kind,
 		"metadata": map[string]any{"name": f.cat.Name, "resourceVersion": strconv.Itoa(f.rv),
 			"generation": f.cat.Generation, "labels": labels},
@@ -154,6 +154,16 @@ func (f *fakeCluster) objectLocked() *unstructured.Unstructured {
 			"source": map[string]any{"type": SourceTypeImage, "image": map[string]any{"ref": f.cat.Image}}},
 		"status": status,
 	}}
+	// The Progressing condition belongs to whoever applied it last, as
+	// server-side apply with force gives it.
+	for _, m := range slices.Backward(f.owners) {
+		if f.applied[m].Condition(TypeProgressing) != nil {
+			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: m, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"Progressing\"}":{}}}}`)}}})
+			break
+		}
+	}
+	return u
 }
 
 func (f *fakeCluster) get(name string) (object, bool) {

@@ -400,3 +400,35 @@ func TestLogFailureEvery20th(t *testing.T) {
 		t.Fatalf("%d warnings, want 3 (failures 1, 20, 40):\n%s", got, buf.String())
 	}
 }
+
+// An end Flush could not wait for is written late only if nobody else
+// wrote the Progressing condition meanwhile: the next lease holder's
+// word is newer.
+func TestRenderLateEnd(t *testing.T) {
+	t.Parallel()
+	for _, other := range []bool{false, true} {
+		r := newRig(t)
+		r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+		r.mustWrite()
+		published(r, digest1, pipeline.ActionPublished)
+		over, stop := context.WithCancel(context.Background())
+		stop()
+		r.w.Flush(over, "cat", r.clock())
+		want := "Published " + digest1
+		if other {
+			want = "Resolving by the next holder"
+			st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+				"metadata": map[string]any{"name": "cat"},
+				"status": map[string]any{"conditions": []any{map[string]any{"type": TypeProgressing, "status": "True",
+					"reason": ReasonSucceeded, "message": want, "lastTransitionTime": "2026-01-02T03:04:05Z"}}}}}
+			if _, err := r.fc.ApplyStatus(context.Background(), "cat", st, metav1.ApplyOptions{FieldManager: DefaultFieldManager + "/r2"}); err != nil {
+				t.Fatal(err)
+			}
+			r.w.sourceEvent("cat")
+		}
+		r.mustWrite()
+		if got := r.cond(TypeProgressing).Message; !strings.HasPrefix(got, want) {
+			t.Errorf("another writer %v: Progressing %q, want %q", other, got, want)
+		}
+	}
+}
