@@ -432,3 +432,17 @@ func TestRenderLateEnd(t *testing.T) {
 		}
 	}
 }
+
+// A first status whose sync found the catalog up to date (published by an
+// earlier process, no Progressing condition yet) says so.
+func TestRenderUpToDateFirstStatus(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	published(r, digest1, pipeline.ActionUpToDate)
+	r.mustWrite()
+	if c := r.cond(TypeProgressing); c.Reason != ReasonSucceeded || !strings.Contains(c.Message, shortDigest(digest1)) && !strings.Contains(c.Message, digest1) {
+		t.Fatalf("Progressing %s %q", c.Reason, c.Message)
+	}
+}
