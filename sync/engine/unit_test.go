@@ -389,3 +389,24 @@ func TestUnitDueAndPollDue(t *testing.T) {
 		t.Fatalf("unknown catalog: %v", err)
 	}
 }
+
+// The operation history keeps exactly the last n finished operations.
+func TestUnitHistoryKeepsN(t *testing.T) {
+	t.Parallel()
+	r := newFakeRunner()
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}}, engine.WithHistory(2))
+	var ids []string
+	for range 3 {
+		op, err := eng.Trigger(ctx, "c", "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, op.ID)
+		waitFor(t, "the sync to end", time.Minute, func() bool { o, ok := eng.Operation(op.ID); return ok && o.State == engine.OpSucceeded })
+	}
+	for i, id := range ids {
+		if _, ok := eng.Operation(id); ok != (i > 0) {
+			t.Errorf("operation %d kept: %v, want the last 2 kept", i+1, ok)
+		}
+	}
+}
