@@ -36,7 +36,8 @@ type fakeCluster struct {
 	owners       []string           // managers, least recent apply first
 	applied      map[string]*Status // each manager's last status apply
 	applies      []fakeApply
-	failErr      error // returned by every apply while set
+	failErr      error            // returned by every apply while set
+	failFor      map[string]error // fails the status applies of one field manager
 	ptr          *catalog.Pointer
 	ptrErr       error
 }
@@ -62,6 +63,9 @@ func (f *fakeCluster) ApplyStatus(ctx context.Context, name string, obj *unstruc
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.checkLocked(name, obj); err != nil {
+		return nil, err
+	}
+	if err := f.failFor[opts.FieldManager]; err != nil {
 		return nil, err
 	}
 	raw, _, _ := unstructured.NestedMap(obj.Object, "status")

@@ -446,3 +446,52 @@ func TestRenderUpToDateFirstStatus(t *testing.T) {
 		t.Fatalf("Progressing %s %q", c.Reason, c.Message)
 	}
 }
+
+// soonest keeps the shortest positive wait.
+func TestSoonest(t *testing.T) {
+	var s soonest
+	for _, d := range []time.Duration{0, 3 * time.Second, -time.Second, time.Second, 2 * time.Second, 0} {
+		s.add(d)
+	}
+	if time.Duration(s) != time.Second {
+		t.Fatalf("soonest %v, want 1s", time.Duration(s))
+	}
+}
+
+// A failed Serving apply is the step's error, retried, not swallowed.
+func TestRenderServingApplyFailure(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.fc.mu.Lock()
+	r.fc.failFor = map[string]error{DefaultFieldManager: apierrors.NewServiceUnavailable("etcd is away")}
+	r.fc.mu.Unlock()
+	if _, err := r.write(); err == nil {
+		t.Fatal("a failed Serving apply went unreported")
+	}
+}
+
+// With the pointer unreadable, a status another replica moved to a newer
+// digest is not moved back to the digest of an old pointer read.
+func TestRenderStalePointerDoesNotMoveServingBack(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.mustWrite()
+	r.advance(time.Minute)
+	r.fc.publish(digest2, r.clock())
+	newer := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "cat"},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": TypeServing, "status": "True", "reason": ReasonAvailable,
+			"message": "Serving " + digest2 + " from " + testImage, "lastTransitionTime": "2026-01-02T03:05:05Z"}}}}}
+	if _, err := r.fc.ApplyStatus(context.Background(), "cat", newer, metav1.ApplyOptions{FieldManager: DefaultFieldManager}); err != nil {
+		t.Fatal(err)
+	}
+	r.fc.setPointerErr(errors.New("store unavailable"))
+	r.w.sourceEvent("cat")
+	for range 3 {
+		r.w.write(context.Background(), "cat") //nolint:errcheck // the pointer read fails; the status is what is checked
+	}
+	if got := r.cond(TypeServing).Message; !strings.Contains(got, digest2) {
+		t.Fatalf("Serving moved back: %q", got)
+	}
+}
