@@ -495,3 +495,37 @@ func TestRenderStalePointerDoesNotMoveServingBack(t *testing.T) {
 		t.Fatalf("Serving moved back: %q", got)
 	}
 }
+
+// An up-to-date poll keeps the message of the sync that did the work only
+// when that message is a success of this generation naming this digest.
+func TestRenderUpToDateKeepsOnlyItsOwnMessage(t *testing.T) {
+	t.Parallel()
+	upToDate := "Published " + digest1 + " (up to date)"
+	for _, tc := range []struct {
+		name, reason, msg string
+		gen               int64
+		want              string
+	}{
+		{"the work's message", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 1, "Published " + digest1 + " in 2.0s"},
+		{"another digest", ReasonSucceeded, "Published " + digest2 + " in 2.0s", 1, upToDate},
+		{"a failure", ReasonRetrying, "Published " + digest1 + " in 2.0s", 1, upToDate},
+		{"an older generation", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 0, upToDate},
+		{"not a success message", ReasonSucceeded, "Pulling " + digest1, 1, upToDate},
+	} {
+		fc := newFakeCluster("cat", testImage)
+		st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "cat"},
+			"status": map[string]any{"conditions": []any{map[string]any{"type": TypeProgressing, "status": "True", "reason": tc.reason,
+				"message": tc.msg, "observedGeneration": tc.gen, "lastTransitionTime": "2026-01-02T03:04:05Z"}}}}}
+		if _, err := fc.ApplyStatus(context.Background(), "cat", st, metav1.ApplyOptions{FieldManager: DefaultFieldManager + "/r1"}); err != nil {
+			t.Fatal(err)
+		}
+		r := newRigOn(t, fc)
+		r.fc.publish(digest1, r.clock())
+		r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+		published(r, digest1, pipeline.ActionUpToDate)
+		r.mustWrite()
+		if got := r.cond(TypeProgressing).Message; got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
