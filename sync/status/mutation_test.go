@@ -529,3 +529,26 @@ func TestRenderUpToDateKeepsOnlyItsOwnMessage(t *testing.T) {
 		}
 	}
 }
+
+// Once the end of a sync is on the status, another writer's later
+// Progressing stands: the old end is not written again over it.
+func TestRenderWrittenEndNotRepeated(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	published(r, digest1, pipeline.ActionPublished)
+	r.mustWrite()
+	const next = "Resolving by the next holder"
+	st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "cat"},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": TypeProgressing, "status": "True",
+			"reason": ReasonSucceeded, "message": next, "lastTransitionTime": "2026-01-02T03:04:05Z"}}}}}
+	if _, err := r.fc.ApplyStatus(context.Background(), "cat", st, metav1.ApplyOptions{FieldManager: DefaultFieldManager + "/r2"}); err != nil {
+		t.Fatal(err)
+	}
+	r.w.sourceEvent("cat")
+	r.advance(2 * time.Second)
+	r.mustWrite()
+	if got := r.cond(TypeProgressing).Message; got != next {
+		t.Fatalf("Progressing %q, want the next holder's %q", got, next)
+	}
+}
