@@ -552,3 +552,21 @@ func TestRenderWrittenEndNotRepeated(t *testing.T) {
 		t.Fatalf("Progressing %q, want the next holder's %q", got, next)
 	}
 }
+
+// digestOf reads the resolved reference, "" for any part missing.
+func TestDigestOf(t *testing.T) {
+	ref := "registry.test/cat@" + digest1
+	for _, tc := range []struct {
+		s    *Status
+		want string
+	}{
+		{nil, ""},
+		{&Status{}, ""},
+		{&Status{ResolvedSource: &ResolvedSource{Type: SourceTypeImage}}, ""},
+		{&Status{ResolvedSource: &ResolvedSource{Type: SourceTypeImage, Image: &ResolvedImageSource{Ref: ref}}}, ref},
+	} {
+		if got := digestOf(tc.s); got != tc.want {
+			t.Errorf("digestOf(%s) = %q, want %q", jsonOf(tc.s), got, tc.want)
+		}
+	}
+}
