@@ -353,9 +353,11 @@ func TestUnitDueAndPollDue(t *testing.T) {
 		{Name: "pinned", Image: "reg.test/pinned@" + digest, PollInterval: time.Minute},
 		{Name: "unpolled", Image: "reg.test/unpolled:v1"},
 		{Name: "polled", Image: "reg.test/polled:v1", PollInterval: 10 * time.Minute},
+		// Due after ones that are not: the poll goes on past them.
+		{Name: "last", Image: "reg.test/last:v1"},
 	}
 	publish(t, st, "changed", "reg.test/changed:v1", digest, t0)
-	for _, c := range cats[2:] {
+	for _, c := range cats[2:5] {
 		publish(t, st, c.Name, c.Image, digest, t0)
 	}
 	now := t0.Add(5 * time.Minute)
@@ -368,8 +370,8 @@ func TestUnitDueAndPollDue(t *testing.T) {
 	eng.Start(ctx)
 
 	due, err := eng.PollDue(ctx)
-	if err != nil || !slices.Equal(due, []string{"new", "changed"}) {
-		t.Fatalf("5 minutes after the last poll: due %v (%v), want [new changed]", due, err)
+	if err != nil || !slices.Equal(due, []string{"new", "changed", "last"}) {
+		t.Fatalf("5 minutes after the last poll: due %v (%v), want [new changed last]", due, err)
 	}
 	for _, name := range due {
 		if s, _ := eng.State(name); s.Queued == nil {
@@ -408,5 +410,22 @@ func TestUnitHistoryKeepsN(t *testing.T) {
 		if _, ok := eng.Operation(id); ok != (i > 0) {
 			t.Errorf("operation %d kept: %v, want the last 2 kept", i+1, ok)
 		}
+	}
+}
+
+// The first retry waits the backoff's minimum (±20% jitter), not more.
+func TestUnitFirstRetryAfterMinimum(t *testing.T) {
+	t.Parallel()
+	r := newFakeRunner()
+	r.outcome = func(string, int) (pipeline.Result, error) {
+		return pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonRegistry, Retryable: true}
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}},
+		engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: 100 * time.Hour}), engine.WithClock(func() time.Time { return t0 }))
+	eng.Trigger(ctx, "c", "test")
+	waitFor(t, "the failure", time.Minute, idle(eng, "c"))
+	if st, _ := eng.State("c"); st.NextRetry.Before(t0.Add(48*time.Minute)) || st.NextRetry.After(t0.Add(72*time.Minute)) {
+		t.Fatalf("first retry at %v, want an hour (±20%%) after %v", st.NextRetry, t0)
 	}
 }
