@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -568,5 +569,28 @@ func TestDigestOf(t *testing.T) {
 		if got := digestOf(tc.s); got != tc.want {
 			t.Errorf("digestOf(%s) = %q, want %q", jsonOf(tc.s), got, tc.want)
 		}
+	}
+}
+
+// The writer remembers the resourceVersions of its last 16 applies, so
+// the informer's late echoes of any of them are recognised as its own.
+func TestOursKeepsLast16(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	en := r.w.entryLocked("cat")
+	var rvs []string
+	for i := range 20 {
+		st := &Status{Conditions: []metav1.Condition{{Type: TypeProgressing, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
+			Message: fmt.Sprint("apply ", i), LastTransitionTime: metav1.NewTime(r.clock())}}}
+		o, err := r.w.apply(context.Background(), en, r.w.progressManager(), "", st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rvs = append(rvs, o.rv)
+	}
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if !slices.Equal(en.ours, rvs[4:]) {
+		t.Fatalf("remembered %v, want the last 16 of %v", en.ours, rvs)
 	}
 }
