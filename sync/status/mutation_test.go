@@ -470,6 +470,9 @@ func TestRenderServingApplyFailure(t *testing.T) {
 	if _, err := r.write(); err == nil {
 		t.Fatal("a failed Serving apply went unreported")
 	}
+	if st := r.w.Stats(); st.Failures != 1 || st.Conflicts != 0 {
+		t.Fatalf("stats %+v, want one failure", st)
+	}
 }
 
 // With the pointer unreadable, a status another replica moved to a newer
