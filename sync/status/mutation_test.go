@@ -232,8 +232,8 @@ func TestRenderLabelSetOnce(t *testing.T) {
 	r.fc.mu.Lock()
 	label, n := r.fc.labels[MetadataNameLabel], r.fc.labelApplies
 	r.fc.mu.Unlock()
-	if label != "cat" || n != 1 {
-		t.Fatalf("label %q after %d applies, want \"cat\" after 1", label, n)
+	if label != "cat" || n != 1 || r.w.Stats().Labels != 1 {
+		t.Fatalf("label %q after %d applies (%d counted), want \"cat\" after 1", label, n, r.w.Stats().Labels)
 	}
 	r = newRigOn(t, r.fc)
 	r.mustWrite()
