@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // The documented defaults: 4 syncs at once, a settle time of 500 ms that
@@ -25,5 +30,22 @@ func TestDefaults(t *testing.T) {
 		if e.settle != 500*time.Millisecond || e.maxSettle != 5*time.Second {
 			t.Errorf("settle %v up to %v, want 500ms up to 5s", e.settle, e.maxSettle)
 		}
+	}
+}
+
+// An error that fits the history's bound is kept as it is, wrapping and
+// all; a longer one is cut to the bound.
+func TestBoundedErrorAtTheBound(t *testing.T) {
+	base := errors.New("cause")
+	fits := &pipeline.Error{Reason: pipeline.ReasonRegistry, Err: fmt.Errorf("%s: %w", strings.Repeat("x", MaxErrorBytes-len(": cause")), base)}
+	if len(fits.Err.Error()) != MaxErrorBytes {
+		t.Fatalf("fixture of %d bytes", len(fits.Err.Error()))
+	}
+	if got := boundedError(fits); got != fits || !errors.Is(got.Err, base) {
+		t.Fatalf("an error of exactly %d bytes was replaced", MaxErrorBytes)
+	}
+	long := &pipeline.Error{Reason: pipeline.ReasonRegistry, Err: errors.New(strings.Repeat("y", MaxErrorBytes+1))}
+	if got := boundedError(long); len(got.Err.Error()) > MaxErrorBytes || long.Err.Error() == got.Err.Error() {
+		t.Fatalf("an error of %d bytes kept %d", MaxErrorBytes+1, len(got.Err.Error()))
 	}
 }
