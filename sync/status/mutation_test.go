@@ -102,6 +102,7 @@ func TestManagedBy(t *testing.T) {
 			{Manager: "nofields", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status"},
 		}, owner: "catalogsync"},
 		{name: "first update owns", mf: []metav1.ManagedFieldsEntry{
+			{Manager: "nofields", Operation: metav1.ManagedFieldsOperationUpdate},
 			{Manager: "first", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: progressing},
 			{Manager: "second", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: progressing},
 		}, owner: "first"},
