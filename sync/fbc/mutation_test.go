@@ -18,7 +18,7 @@ var jsonDocs = []string{
 	"{\n\t\"schema\": \"olm.package\",\r\n\t\"name\": \"etcd\",\n\t\"nested\": {\"z\": [true, false, null], \"y\": {\"k\": []}}\n}\n",
 	`{"s":"q\"b\\s\/f\bf\fn\nr\rt\tu\u0041\u00e9\ud83d\ude00 lone \ud800 end"}`,
 	"{\"utf8\":\"\xc3\xa9 bad \xff\xfe\"}",
-	`[ 0 , -0 , 12 , -3.25 , 1e2 , 1E+2 , 1e-2 , 0.5 , 123456789012 ]`,
+	`[ 0 , -0 , 12 , -3.25 , 1e2 , 1E+2 , 1e-2 , 0.5 , 123456789012 , 98.6 , -9 , 90e1 ]`,
 	`  "just a string"  `,
 	` 42 `, `true`, `false`, `null`, `[]`, `{}`, `[ [ [ ] ] ]`,
 	`{"dup":1,"dup":2,"a":{"dup":[1],"dup":[2]}}`,
