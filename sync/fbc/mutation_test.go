@@ -112,6 +112,10 @@ func TestJSONParserMatchesEncodingJSON(t *testing.T) {
 	for _, doc := range []string{deep(maxDepth), deep(maxDepth + 1), many("{}"), many(`{"a":1}`), many("[]"), many("[1]"), many(`{"a":[{}]}`)} {
 		check(doc)
 	}
+	// A minus sign without digits is named as encoding/json names it.
+	if _, err := parseJSONValue(`[-a]`); err == nil || !strings.Contains(err.Error(), "invalid character in numeric literal") {
+		t.Errorf("[-a]: %v", err)
+	}
 	for _, doc := range badJSON {
 		if _, err := parseJSONValue(doc); err == nil {
 			t.Errorf("%q accepted", doc)
