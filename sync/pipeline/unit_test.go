@@ -431,3 +431,34 @@ func TestUnitLeaseLost(t *testing.T) {
 		t.Fatalf("err = %v, want a retryable StorageError wrapping ErrLeaseLost", err)
 	}
 }
+
+// A lease the caller holds for one catalog is no lease for another: a
+// sync of the other still waits for the replica holding its lease.
+func TestUnitLeaseOfAnotherCatalogIsNoLease(t *testing.T) {
+	t.Parallel()
+	src, st, pl := newUnit(t)
+	src.tag("reg/b:v1", newImage(t, catalogLayer(t)))
+	ctx, release, err := pl.HoldLease(context.Background(), "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	l, _, err := catalog.AcquireLease(context.Background(), st, "b", "", otherReplica, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newPhaseLog()
+	done := make(chan error, 1)
+	go func() {
+		_, err := pl.Run(ctx, pipeline.Catalog{Name: "b", Image: "reg/b:v1"}, log)
+		done <- err
+	}()
+	waitUntil(t, "a wait on the replica holding b's lease", func() bool { return log.waitedOn("other") })
+	if r, _ := src.counts(); r != 0 {
+		t.Fatalf("%d resolves of b while another replica held its lease", r)
+	}
+	l.Release(context.Background())
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
