@@ -25,13 +25,13 @@ var (
 	// ErrBadSignature means signatures exist but none verifies for this
 	// digest; the errors below wrapped with it say why.
 	ErrBadSignature = errors.New("no valid signature")
-	// ErrWrongIdentity: a certificate verified, for another identity.
+	// ErrWrongIdentity means a certificate verified, for another identity.
 	ErrWrongIdentity = errors.New("signed by another identity")
-	// ErrWrongIssuer: a certificate verified, from another OIDC issuer.
+	// ErrWrongIssuer means a certificate verified, from another OIDC issuer.
 	ErrWrongIssuer = errors.New("identity from another issuer")
-	// ErrOtherDigest: a trusted signature names another image digest.
+	// ErrOtherDigest means a trusted signature names another image digest.
 	ErrOtherDigest = errors.New("signature of another digest")
-	// ErrUntrusted: the signature does not verify against the trust
+	// ErrUntrusted means the signature does not verify against the trust
 	// material (unknown CA or key, no trusted time, bad signature).
 	ErrUntrusted = errors.New("not verified by the trust material")
 	// ErrConfig means the policy cannot be loaded.

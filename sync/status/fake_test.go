@@ -163,7 +163,7 @@ func (f *fakeCluster) objectLocked() *unstructured.Unstructured {
 	for _, m := range slices.Backward(f.owners) {
 		if f.applied[m].Condition(TypeProgressing) != nil {
 			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: m, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"Progressing\"}":{}}}}`)}}})
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"Progressing\"}":{}}}}`)}})
 			break
 		}
 	}

@@ -74,7 +74,7 @@ func TestTempDirPatternFollowsTMPDIR(t *testing.T) {
 // catalogd marks the object as catalogd's; the Progressing condition's
 // owner is whoever applied it, else the first that updated it.
 func TestManagedBy(t *testing.T) {
-	fields := func(s string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(s)} }
+	fields := metav1.NewFieldsV1
 	progressing := fields(`{"f:status":{"f:conditions":{"k:{\"type\":\"Progressing\"}":{}}}}`)
 	for _, tc := range []struct {
 		name       string
