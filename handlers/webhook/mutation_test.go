@@ -3,8 +3,12 @@ package webhook
 // Tests written for the mutants gremlins found alive (docs/testing.md).
 
 import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -23,5 +27,55 @@ func TestACRDeliveryIDs(t *testing.T) {
 		if got := a.DeliveryIDs(nil, []byte(b)); len(got) != 0 {
 			t.Errorf("%s: %q", b, got)
 		}
+	}
+}
+
+// Artifactory: a body missing one of domain and event_type, or a push
+// without data or its repo_key, is malformed; a sha256 that is not 32
+// bytes of hex is no digest.
+func TestArtifactoryParseEdges(t *testing.T) {
+	a := newArtifactory(ReceiverConfig{Host: "jfrog.example.test"})
+	req := func() *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/artifactory", nil)
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	}
+	for _, b := range []string{
+		`{"domain":"docker"}`,
+		`{"event_type":"pushed"}`,
+		`{"domain":"docker","event_type":"pushed"}`,
+		`{"domain":"docker","event_type":"pushed","data":{"image_name":"cat","tag":"v1"}}`,
+		`{"domain":"docker","event_type":"pushed","data":{"repo_key":"docker-local","tag":"v1"}}`,
+	} {
+		if _, err := a.Parse(req(), []byte(b)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want malformed", b, err)
+		}
+	}
+	ps, err := a.Parse(req(), []byte(`{"domain":"docker","event_type":"pushed","data":{"repo_key":"docker-local","image_name":"cat","tag":"v1","sha256":"abcd"}}`))
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("short sha256: %+v %v", ps, err)
+	}
+	for _, p := range ps {
+		if p.Digest != "" || p.Tag != "v1" {
+			t.Errorf("short sha256: %+v", p)
+		}
+	}
+}
+
+// CDEvents: an ignored event in a batch does not stop the ones after it.
+func TestCDEventsBatchGoesOn(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile("../../testdata/webhooks/" + name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	body := "[" + read("cdevents-artifact-published-npm") + "," + read("cdevents-artifact-published") + "]"
+	r := httptest.NewRequest(http.MethodPost, "/hooks/cdevents", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/cloudevents-batch+json")
+	ps, err := newCDEvents(ReceiverConfig{}).Parse(r, []byte(body))
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("batch of an npm and an OCI artifact: %+v %v, want one push", ps, err)
 	}
 }
