@@ -79,3 +79,13 @@ func TestCDEventsBatchGoesOn(t *testing.T) {
 		t.Fatalf("batch of an npm and an OCI artifact: %+v %v, want one push", ps, err)
 	}
 }
+
+// A package URL whose name or version does not unescape is malformed,
+// each on its own.
+func TestPurlBadEscapes(t *testing.T) {
+	for _, purl := range []string{"pkg:oci/cat%zz@sha256%3Aab", "pkg:oci/cat@sha256%zz", "pkg:oci/@sha256%3Aab"} {
+		if _, err := purlPush(purl, "registry.example.test"); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want malformed", purl, err)
+		}
+	}
+}
