@@ -89,3 +89,17 @@ func TestPurlBadEscapes(t *testing.T) {
 		}
 	}
 }
+
+// repository_url must be host/repository, with or without a scheme.
+func TestPurlRepositoryURL(t *testing.T) {
+	const base = "pkg:oci/cat@sha256%3Aab?repository_url="
+	p, err := purlPush(base+"://registry.example.test/acme/cat", "")
+	if err != nil || p.Host != "registry.example.test" || p.Repository != "acme/cat" {
+		t.Errorf("scheme-less ://: %+v %v", p, err)
+	}
+	for _, ru := range []string{"registry.example.test", "registry.example.test/", "/acme/cat", "https://registry.example.test"} {
+		if _, err := purlPush(base+ru, ""); !errors.Is(err, ErrMalformed) {
+			t.Errorf("repository_url %q: %v, want malformed", ru, err)
+		}
+	}
+}
