@@ -3,6 +3,7 @@ package webhook
 // Tests written for the mutants gremlins found alive (docs/testing.md).
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An ACR push is deduplicated by its event id; a body that does not parse,
@@ -144,5 +146,64 @@ func TestHostOfURL(t *testing.T) {
 		if got := hostOfURL(in); got != want {
 			t.Errorf("hostOfURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An empty id in a batch does not stop the ids after it being recorded.
+func TestDedupeEmptyIDFirst(t *testing.T) {
+	d := NewDedupe(16, time.Hour)
+	d.Seen("", "x")
+	if !d.Seen("x") {
+		t.Fatal("x, after an empty id in its batch, was not recorded")
+	}
+}
+
+// ECR through EventBridge authenticates with the key itself, "Basic" of
+// it or "Bearer" it; anything else (a short header too) is refused.
+func TestECRAuthForms(t *testing.T) {
+	e := newECR(ReceiverConfig{Header: "X-Api-Key"})
+	const secret = "ecr-key-1"
+	for v, ok := range map[string]bool{
+		secret: true,
+		"Basic " + base64.StdEncoding.EncodeToString([]byte(secret)): true,
+		"bearer " + secret: true,
+		"Basic " + base64.StdEncoding.EncodeToString([]byte("other")): false,
+		"Basic !!!!":   false,
+		"Bearer other": false,
+		"Basic ":       false,
+		"abc":          false,
+		"Bearer":       false,
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/ecr", nil)
+		r.Header.Set("X-Api-Key", v)
+		if err := e.Authenticate(r, nil, secret); (err == nil) != ok {
+			t.Errorf("%q: %v, want accepted %v", v, err, ok)
+		}
+	}
+	body, err := os.ReadFile("../../testdata/webhooks/ecr-delete.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.DeliveryIDs(nil, body); !slices.Equal(got, []string{"33cde686-328b-6117-af20-0e5566167484"}) {
+		t.Errorf("delivery ids %q", got)
+	}
+	if got := e.DeliveryIDs(nil, []byte(`{"id":""}`)); len(got) != 0 {
+		t.Errorf("empty id: %q", got)
+	}
+}
+
+// Distribution: blobs (by media type or by URL) are skipped without
+// ending the batch.
+func TestDistributionBlobsSkipped(t *testing.T) {
+	d := newDistribution(ReceiverConfig{})
+	body := `{"events":[
+{"id":"1","action":"push","target":{"mediaType":"application/octet-stream","repository":"acme/cat","url":"https://registry.example.test/v2/acme/cat/manifests/x"},"request":{"host":"registry.example.test"}},
+{"id":"2","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"acme/cat","url":"https://registry.example.test/v2/acme/cat/blobs/sha256:ab"},"request":{"host":"registry.example.test"}},
+{"id":"3","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"acme/cat","tag":"v1","digest":"sha256:1111111111111111111111111111111111111111111111111111111111111111","url":"https://registry.example.test/v2/acme/cat/manifests/v1"},"request":{"host":"registry.example.test"}}]}`
+	r := httptest.NewRequest(http.MethodPost, "/hooks/distribution", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/vnd.docker.distribution.events.v1+json")
+	ps, err := d.Parse(r, []byte(body))
+	if err != nil || len(ps) != 1 || ps[0].Tag != "v1" {
+		t.Fatalf("two blobs then a manifest: %+v %v", ps, err)
 	}
 }
