@@ -232,3 +232,17 @@ func TestDockerHubRepository(t *testing.T) {
 		}
 	}
 }
+
+// Pub/Sub push ids come as messageId or message_id (messageId wins),
+// unique per subscription.
+func TestGARDeliveryIDs(t *testing.T) {
+	g := &gar{}
+	for body, want := range map[string]string{
+		`{"message":{"messageId":"a","message_id":"b"},"subscription":"s"}`: "s#a",
+		`{"message":{"message_id":"b"},"subscription":"s"}`:                 "s#b",
+	} {
+		if got := g.DeliveryIDs(nil, []byte(body)); !slices.Equal(got, []string{want}) {
+			t.Errorf("%s: %q, want [%s]", body, got, want)
+		}
+	}
+}
