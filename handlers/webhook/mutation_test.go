@@ -246,3 +246,32 @@ func TestGARDeliveryIDs(t *testing.T) {
 		}
 	}
 }
+
+// A GitLab rename that names only the new last element is placed beside
+// the old path: from "from", else from the event's repository.
+func TestGitLabRenameShortForm(t *testing.T) {
+	ev := func(repo, from, to string) distributionEvent {
+		var e distributionEvent
+		e.Action = "rename"
+		e.Target.Repository = repo
+		e.Target.Rename = &struct {
+			Type string `json:"type"`
+			From string `json:"from"`
+			To   string `json:"to"`
+		}{Type: "repository", From: from, To: to}
+		return e
+	}
+	for _, tc := range []struct {
+		e    distributionEvent
+		want string
+	}{
+		{ev("group/sub/old", "", "new"), "group/sub/new"},
+		{ev("ignored/x", "group/old", "new"), "group/new"},
+		{ev("group/old", "", "other/new"), "other/new"},
+	} {
+		p, err := renamed(tc.e)
+		if err != nil || p.Repository != tc.want {
+			t.Errorf("%+v: %+v %v, want %s", tc.e.Target.Rename, p, err, tc.want)
+		}
+	}
+}
