@@ -20,8 +20,27 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// applyAs applies one condition to fc's catalog as field manager m: what
+// another writer (a replica, a restarted process) puts on the status.
+func applyAs(t *testing.T, fc *fakeCluster, m string, c metav1.Condition) {
+	t.Helper()
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&Status{Conditions: []metav1.Condition{c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": fc.cat.Name}, "status": raw}}
+	if _, err := fc.ApplyStatus(context.Background(), fc.cat.Name, u, metav1.ApplyOptions{FieldManager: m}); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // Each unit starts at its exact size; an unknown total (0) prints done
 // alone; twelve hex digits are not cut.
@@ -419,13 +438,8 @@ func TestRenderLateEnd(t *testing.T) {
 		want := "Published " + digest1
 		if other {
 			want = "Resolving by the next holder"
-			st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
-				"metadata": map[string]any{"name": "cat"},
-				"status": map[string]any{"conditions": []any{map[string]any{"type": TypeProgressing, "status": "True",
-					"reason": ReasonSucceeded, "message": want, "lastTransitionTime": "2026-01-02T03:04:05Z"}}}}}
-			if _, err := r.fc.ApplyStatus(context.Background(), "cat", st, metav1.ApplyOptions{FieldManager: DefaultFieldManager + "/r2"}); err != nil {
-				t.Fatal(err)
-			}
+			applyAs(t, r.fc, DefaultFieldManager+"/r2", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+				Reason: ReasonSucceeded, Message: want})
 			r.w.sourceEvent("cat")
 		}
 		r.mustWrite()
@@ -485,12 +499,8 @@ func TestRenderStalePointerDoesNotMoveServingBack(t *testing.T) {
 	r.mustWrite()
 	r.advance(time.Minute)
 	r.fc.publish(digest2, r.clock())
-	newer := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "cat"},
-		"status": map[string]any{"conditions": []any{map[string]any{"type": TypeServing, "status": "True", "reason": ReasonAvailable,
-			"message": "Serving " + digest2 + " from " + testImage, "lastTransitionTime": "2026-01-02T03:05:05Z"}}}}}
-	if _, err := r.fc.ApplyStatus(context.Background(), "cat", newer, metav1.ApplyOptions{FieldManager: DefaultFieldManager}); err != nil {
-		t.Fatal(err)
-	}
+	applyAs(t, r.fc, DefaultFieldManager, metav1.Condition{Type: TypeServing, Status: metav1.ConditionTrue,
+		Reason: ReasonAvailable, Message: "Serving " + digest2 + " from " + testImage})
 	r.fc.setPointerErr(errors.New("store unavailable"))
 	r.w.sourceEvent("cat")
 	for range 3 {
@@ -518,12 +528,8 @@ func TestRenderUpToDateKeepsOnlyItsOwnMessage(t *testing.T) {
 		{"not a success message", ReasonSucceeded, "Pulling " + digest1, 1, upToDate},
 	} {
 		fc := newFakeCluster("cat", testImage)
-		st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "cat"},
-			"status": map[string]any{"conditions": []any{map[string]any{"type": TypeProgressing, "status": "True", "reason": tc.reason,
-				"message": tc.msg, "observedGeneration": tc.gen, "lastTransitionTime": "2026-01-02T03:04:05Z"}}}}}
-		if _, err := fc.ApplyStatus(context.Background(), "cat", st, metav1.ApplyOptions{FieldManager: DefaultFieldManager + "/r1"}); err != nil {
-			t.Fatal(err)
-		}
+		applyAs(t, fc, DefaultFieldManager+"/r1", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+			Reason: tc.reason, Message: tc.msg, ObservedGeneration: tc.gen})
 		r := newRigOn(t, fc)
 		r.fc.publish(digest1, r.clock())
 		r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
@@ -544,12 +550,8 @@ func TestRenderWrittenEndNotRepeated(t *testing.T) {
 	published(r, digest1, pipeline.ActionPublished)
 	r.mustWrite()
 	const next = "Resolving by the next holder"
-	st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "cat"},
-		"status": map[string]any{"conditions": []any{map[string]any{"type": TypeProgressing, "status": "True",
-			"reason": ReasonSucceeded, "message": next, "lastTransitionTime": "2026-01-02T03:04:05Z"}}}}}
-	if _, err := r.fc.ApplyStatus(context.Background(), "cat", st, metav1.ApplyOptions{FieldManager: DefaultFieldManager + "/r2"}); err != nil {
-		t.Fatal(err)
-	}
+	applyAs(t, r.fc, DefaultFieldManager+"/r2", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+		Reason: ReasonSucceeded, Message: next})
 	r.w.sourceEvent("cat")
 	r.advance(2 * time.Second)
 	r.mustWrite()
