@@ -15,14 +15,11 @@ import (
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
-// serve in ClusterCatalog mode against a real kube-apiserver: a catalog a
-// user creates with kubectl is synced, its status says Serving with the
-// digest and URL, its content is served, and availabilityMode Unavailable
-// turns both off.
-func TestServeClusterCatalogs(t *testing.T) {
-	kube := servers.StartKube(t)
+// kubectlOn returns a kubectl against kube: it runs the arguments with
+// stdin and returns the trimmed output, failing the test on an error.
+func kubectlOn(t *testing.T, kube *servers.KubeAPIServer) func(stdin string, args ...string) string {
 	kubectl := servers.Binary(t, "kubectl")
-	k := func(stdin string, args ...string) string {
+	return func(stdin string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kube.Kubeconfig}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
@@ -32,6 +29,15 @@ func TestServeClusterCatalogs(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
+}
+
+// serve in ClusterCatalog mode against a real kube-apiserver: a catalog a
+// user creates with kubectl is synced, its status says Serving with the
+// digest and URL, its content is served, and availabilityMode Unavailable
+// turns both off.
+func TestServeClusterCatalogs(t *testing.T) {
+	kube := servers.StartKube(t)
+	k := kubectlOn(t, kube)
 	root, _ := filepath.Abs("../..")
 	k("", "apply", "-f", filepath.Join(root, "deploy/crd/clustercatalog.yaml"))
 	k("", "wait", "--for", "condition=Established", "--timeout", "60s", "crd/clustercatalogs.olm.operatorframework.io")

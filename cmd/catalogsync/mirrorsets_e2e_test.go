@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,17 +19,7 @@ import (
 // condition names the mirror.
 func TestServeImageMirrorSets(t *testing.T) {
 	kube := servers.StartKube(t)
-	kubectl := servers.Binary(t, "kubectl")
-	k := func(stdin string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kube.Kubeconfig}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	k := kubectlOn(t, kube)
 	root, _ := filepath.Abs("../..")
 	td := filepath.Join(root, "internal/mirrorsets/testdata")
 	k("", "apply", "-f", filepath.Join(root, "deploy/crd/clustercatalog.yaml"),
