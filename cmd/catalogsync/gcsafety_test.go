@@ -7,37 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/test/logbuf"
 )
 
-// lockedBuffer is a log sink serve may write while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serveReplica runs serve until the test ends and returns its log.
-func serveReplica(t *testing.T, args ...string) *lockedBuffer {
+func serveReplica(t *testing.T, args ...string) *logbuf.Buffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &lockedBuffer{}
+	logs := &logbuf.Buffer{}
 	done := make(chan int, 1)
 	args = append([]string{"serve", "--addr", freeAddr(t), "--no-docker-config", "--poll-check-interval", "1h"}, args...)
 	go func() { done <- run(ctx, args, &bytes.Buffer{}, logs) }()
@@ -51,7 +33,7 @@ func serveReplica(t *testing.T, args ...string) *lockedBuffer {
 }
 
 // waitGCPasses waits (bounded) until each log shows n GC passes.
-func waitGCPasses(t *testing.T, n int, logs ...*lockedBuffer) {
+func waitGCPasses(t *testing.T, n int, logs ...*logbuf.Buffer) {
 	t.Helper()
 	for _, l := range logs {
 		for i := 0; strings.Count(l.String(), "gc done") < n; i++ {

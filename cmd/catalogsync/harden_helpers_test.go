@@ -1,39 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/catalogsync/catalogsync/test/logbuf"
 )
-
-// logBuffer is a bytes.Buffer safe to read while serve writes to it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // servedProc is a serve running in this process on a free loopback port.
 type servedProc struct {
 	addr string
-	logs *logBuffer
+	logs *logbuf.Buffer
 	code chan int
 	stop context.CancelFunc
 }
@@ -42,7 +24,7 @@ type servedProc struct {
 // stops it at cleanup.
 func startServe(t *testing.T, args ...string) *servedProc {
 	t.Helper()
-	s := &servedProc{addr: freeAddr(t), logs: &logBuffer{}, code: make(chan int, 1)}
+	s := &servedProc{addr: freeAddr(t), logs: &logbuf.Buffer{}, code: make(chan int, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go func() {

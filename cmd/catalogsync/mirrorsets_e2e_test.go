@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -37,7 +38,7 @@ func TestServeImageMirrorSets(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var out bytes.Buffer
-	var errb lockedBuffer
+	var errb logbuf.Buffer
 	go func() {
 		done <- run(ctx, []string{"serve", "--clustercatalogs", "--kubeconfig", kube.Kubeconfig,
 			"--base-url", "http://" + addr, "--addr", addr, "--store", t.TempDir(), "--registries-conf", "",

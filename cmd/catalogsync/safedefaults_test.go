@@ -18,6 +18,7 @@ import (
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/catalogsync/catalogsync/sync/status"
+	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -33,7 +34,7 @@ func TestServeSafeDefaults(t *testing.T) {
 	store := t.TempDir()
 	t.Run("events without credentials refuse to start", func(t *testing.T) {
 		cfg := writeServeConfig(t, "events: {}\n")
-		var errb logBuffer
+		var errb logbuf.Buffer
 		code := run(context.Background(), []string{"serve", "--config", cfg, "--store", store, "--addr", freeAddr(t)}, io.Discard, &errb)
 		if code == 0 || !strings.Contains(errb.String(), "insecure: true") {
 			t.Fatalf("exit %d: %s", code, errb.String())

@@ -14,20 +14,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
 // stuckServe starts the serve binary with a request in flight that will
 // not end before the read timeout (a webhook whose body never comes), and
 // returns it with its log once the handler is reading that body.
-func stuckServe(t *testing.T, grace string) (*exec.Cmd, *lockedBuffer) {
+func stuckServe(t *testing.T, grace string) (*exec.Cmd, *logbuf.Buffer) {
 	t.Helper()
 	addr := freeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "catalogsync.yaml")
 	if err := os.WriteFile(cfg, []byte("catalogs: []\nwebhooks:\n  receivers:\n  - {name: ci, type: generic, secret: s3cret}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &logbuf.Buffer{}
 	cmd := exec.Command(servers.CatalogsyncBinary(t), "serve", "--config", cfg, "--store", t.TempDir(), "--addr", addr,
 		"--no-docker-config", "--shutdown-grace", grace, "--read-timeout", "1h")
 	cmd.Stdout, cmd.Stderr = logs, logs

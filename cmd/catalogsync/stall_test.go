@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/logbuf"
 )
 
 // largeCatalog returns the 13.9 MB community-v4.21 catalog beside the
@@ -45,7 +46,7 @@ func syncedStore(t *testing.T, name, dir string) string {
 		t.Fatal(err)
 	}
 	store := filepath.Join(t.TempDir(), "store")
-	var errb logBuffer
+	var errb logbuf.Buffer
 	if code := run(context.Background(), []string{"sync", "--name", name, "--image", ref, "--store", store, "--no-docker-config"}, io.Discard, &errb); code != 0 {
 		t.Fatalf("sync: %d %s", code, errb.String())
 	}

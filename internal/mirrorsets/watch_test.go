@@ -1,13 +1,11 @@
 package mirrorsets_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -32,23 +31,6 @@ var (
 	idmsGVR = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "imagedigestmirrorsets"}
 	itmsGVR = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "imagetagmirrorsets"}
 )
-
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // env is a real kube-apiserver, a source and a mirror registry (each
 // behind a counting proxy) holding the same catalog, and a Watcher.
@@ -59,7 +41,7 @@ type env struct {
 	digest             string
 	w                  *mirrorsets.Watcher
 	src                *source.Client
-	logs               *logBuffer
+	logs               *logbuf.Buffer
 }
 
 func newEnv(t *testing.T, withCRDs bool) *env {
@@ -68,7 +50,7 @@ func newEnv(t *testing.T, withCRDs bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{dyn: dynamic.NewForConfigOrDie(cfg), disc: discovery.NewDiscoveryClientForConfigOrDie(cfg), logs: &logBuffer{}}
+	e := &env{dyn: dynamic.NewForConfigOrDie(cfg), disc: discovery.NewDiscoveryClientForConfigOrDie(cfg), logs: &logbuf.Buffer{}}
 	srcReg, mirReg := servers.StartRegistry(t), servers.StartRegistry(t)
 	e.srcProxy, e.mirProxy = servers.NewProxy(t, srcReg.URL), servers.NewProxy(t, mirReg.URL)
 	img := imagebuild.FromDir(filepath.Join("..", "..", "testdata/fbc/tiny/configs"), "/configs")

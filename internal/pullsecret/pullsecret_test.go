@@ -1,14 +1,12 @@
 package pullsecret_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -39,24 +38,6 @@ const (
 func repoRoot(t *testing.T) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "../..")
-}
-
-// logBuffer captures every log line, debug included.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 func pushCatalog(t *testing.T, reg *servers.Registry, ca *servers.TestCA, pass, repoTag string) string {
@@ -93,7 +74,7 @@ func TestPullSecretAndCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(restCfg)
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

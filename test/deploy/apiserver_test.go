@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -279,7 +279,7 @@ func serveAsServiceAccount(t *testing.T, k kube) {
 
 	cmd := exec.Command(catalogsyncBinary(t), args...)
 	cmd.Env = env
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -366,22 +366,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
