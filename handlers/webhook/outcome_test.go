@@ -6,8 +6,9 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/catalogsync/catalogsync/test/logbuf"
 )
 
 // Every notification that reaches a receiver is reported once, with the
@@ -46,7 +47,7 @@ func TestOutcomes(t *testing.T) {
 // A notification that changes nothing says why at info level, once per
 // interval per receiver and reason; the rest go to debug.
 func TestNothingHappenedIsLogged(t *testing.T) {
-	var buf lockedLog
+	var buf logbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	rc, _ := newTestReceiver(t, WithLogger(log))
 	post := func(body string) {
@@ -69,21 +70,4 @@ func TestNothingHappenedIsLogged(t *testing.T) {
 	if !strings.Contains(out, "acme/unknown") {
 		t.Fatalf("the line does not name the push:\n%s", out)
 	}
-}
-
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -25,3 +25,13 @@ func (l *Buffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Take returns everything written so far and empties the buffer, in one
+// step: nothing written meanwhile is lost.
+func (l *Buffer) Take() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	l.b.Reset()
+	return s
+}
