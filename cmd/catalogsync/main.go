@@ -162,7 +162,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		}
 		opts = append(opts, pipeline.WithSignatureCheck(pol))
 	}
-	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.TmpDir), pipeline.WithLogger(log), pipeline.WithReplica(replicaID(c.Replica))}, opts...)...), src, nil
+	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.TmpDir), pipeline.WithLogger(log), pipeline.WithReplica(replicaID(c.Replica)), pipeline.WithVerifyReuse(c.VerifyReuse)}, opts...)...), src, nil
 }
 
 func openStore(dir string) (storage.Store, string, error) {
@@ -253,6 +253,9 @@ func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir str
 	m := res.Meta
 	fmt.Fprintf(w, "  objects     %d (%s)\n", m.Objects, formatCounts(m.Schemas))
 	fmt.Fprintf(w, "  size        %d bytes, sha256 %s\n", m.Size, m.SHA256)
+	if res.Action == pipeline.ActionPublished {
+		fmt.Fprintf(w, "  files       %d (%d reused)\n", res.Files, res.FilesReused)
+	}
 	var phases []string
 	for _, ph := range []pipeline.Phase{pipeline.PhaseResolving, pipeline.PhasePulling, pipeline.PhaseUnpacking, pipeline.PhaseValidating, pipeline.PhaseIndexing, pipeline.PhasePublishing} {
 		if d, ok := res.Phases[ph]; ok {

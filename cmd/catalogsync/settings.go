@@ -77,18 +77,19 @@ type configFlag struct {
 
 // commonFlags configure how images are read, for the commands that sync.
 type commonFlags struct {
-	storeFlags `embed:""`
-	Platform   string `name:"platform" env:"CATALOGSYNC_PLATFORM" file:"platform" default:"linux/amd64" check:"platform" help:"manifest picked from multi-platform images (os/arch[/variant])"`
-	PlainHTTP  string `name:"plain-http" env:"CATALOGSYNC_PLAIN_HTTP" help:"comma-separated registry hosts reached over plain HTTP"`
-	Insecure   string `name:"insecure-skip-tls-verify" env:"CATALOGSYNC_INSECURE_HOSTS" help:"comma-separated registry hosts whose TLS certificate is not verified"`
-	CAFile     string `name:"ca-file" env:"CATALOGSYNC_CA_FILE" help:"PEM CA bundle trusted for every registry besides the system's; re-read when it changes"`
-	CADir      string `name:"ca-dir" env:"CATALOGSYNC_CA_DIR" help:"directory of PEM CA files (ending .crt or .pem) trusted for every registry, as catalogd's --pull-cas-dir; re-read when it changes"`
-	RegConf    string `name:"registries-conf" env:"CATALOGSYNC_REGISTRIES_CONF" default:"${regconf}" docdefault:"${regconf} when present" help:"containers registries.conf v2 (+ .d drop-ins): mirrors tried in order, then the source; blocked registries refused; \"\" reads none"`
-	logFlags   `embed:""`
-	TmpDir     string        `name:"tmp-dir" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs"`
-	NoDocker   bool          `name:"no-docker-config" help:"do not read registry credentials from the docker config"`
-	Stall      time.Duration `name:"stall-timeout" env:"CATALOGSYNC_STALL_TIMEOUT" default:"${stall}" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`
-	Replica    string        `name:"replica-id" env:"CATALOGSYNC_REPLICA_ID,POD_NAME" docdefault:"the host name" help:"this replica's name in the store's leases and logs (replicas sharing a store pull each digest once, and take turns at GC and polls) and in the field manager of the Progressing condition it writes (catalogsync/<id>); unique per replica; a lease belongs to one process whatever its name"`
+	storeFlags  `embed:""`
+	Platform    string `name:"platform" env:"CATALOGSYNC_PLATFORM" file:"platform" default:"linux/amd64" check:"platform" help:"manifest picked from multi-platform images (os/arch[/variant])"`
+	PlainHTTP   string `name:"plain-http" env:"CATALOGSYNC_PLAIN_HTTP" help:"comma-separated registry hosts reached over plain HTTP"`
+	Insecure    string `name:"insecure-skip-tls-verify" env:"CATALOGSYNC_INSECURE_HOSTS" help:"comma-separated registry hosts whose TLS certificate is not verified"`
+	CAFile      string `name:"ca-file" env:"CATALOGSYNC_CA_FILE" help:"PEM CA bundle trusted for every registry besides the system's; re-read when it changes"`
+	CADir       string `name:"ca-dir" env:"CATALOGSYNC_CA_DIR" help:"directory of PEM CA files (ending .crt or .pem) trusted for every registry, as catalogd's --pull-cas-dir; re-read when it changes"`
+	RegConf     string `name:"registries-conf" env:"CATALOGSYNC_REGISTRIES_CONF" default:"${regconf}" docdefault:"${regconf} when present" help:"containers registries.conf v2 (+ .d drop-ins): mirrors tried in order, then the source; blocked registries refused; \"\" reads none"`
+	logFlags    `embed:""`
+	TmpDir      string        `name:"tmp-dir" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs"`
+	NoDocker    bool          `name:"no-docker-config" help:"do not read registry credentials from the docker config"`
+	VerifyReuse bool          `name:"verify-incremental" env:"CATALOGSYNC_VERIFY_INCREMENTAL" help:"parse the files an incremental sync reuses from the published content too, and fail the sync if anything differs (the test suite runs with it; it costs the speed-up)"`
+	Stall       time.Duration `name:"stall-timeout" env:"CATALOGSYNC_STALL_TIMEOUT" default:"${stall}" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`
+	Replica     string        `name:"replica-id" env:"CATALOGSYNC_REPLICA_ID,POD_NAME" docdefault:"the host name" help:"this replica's name in the store's leases and logs (replicas sharing a store pull each digest once, and take turns at GC and polls) and in the field manager of the Progressing condition it writes (catalogsync/<id>); unique per replica; a lease belongs to one process whatever its name"`
 
 	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).
 	noLocal bool

@@ -81,9 +81,12 @@ type Meta struct {
 	IndexSize int64 `json:"indexSize"`
 	// GraphQLSize is the byte size of graphql-schema.json; 0 for content
 	// written before it existed.
-	GraphQLSize int64          `json:"graphqlSize,omitempty"`
-	Schemas     map[string]int `json:"schemas"`
-	Created     time.Time      `json:"created"`
+	GraphQLSize int64 `json:"graphqlSize,omitempty"`
+	// FilesSize is the byte size of the per-file summary a later sync
+	// reuses (see SetFiles); 0 when the content has none.
+	FilesSize int64          `json:"filesSize,omitempty"`
+	Schemas   map[string]int `json:"schemas"`
+	Created   time.Time      `json:"created"`
 	// Stats is free-form, for timings and the like.
 	Stats map[string]any `json:"stats,omitempty"`
 	// VerifiedBy says what verified the image's signature when the
@@ -180,6 +183,8 @@ type Writer struct {
 	objs []object
 	size int64
 	gql  *gqlshape.Background
+	// files is the per-file summary stored at Commit (SetFiles).
+	files []byte
 
 	closed bool
 	err    error // sticky failure of Add
@@ -318,7 +323,11 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	if err != nil {
 		return Meta{}, err
 	}
-	m.Format, m.GraphQLSize = metaFormat, gqlSize
+	filesSize, err := w.putFiles(ctx)
+	if err != nil {
+		return Meta{}, err
+	}
+	m.Format, m.GraphQLSize, m.FilesSize = metaFormat, gqlSize, filesSize
 	m.Name, m.Digest = w.name, w.digest
 	m.Objects, m.Size, m.IndexSize = len(w.objs), w.size, int64(len(idx))
 	m.SHA256 = hex.EncodeToString(w.sum.Sum(nil))

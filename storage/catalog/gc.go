@@ -305,7 +305,7 @@ func (r *gcRun) plan(ctx context.Context, cats map[string]*gcCatalog) (hints []s
 		}
 		for dir := range c.dirs {
 			p := catalogPrefix(name) + dir + "/"
-			hints = append(hints, p+contentFile, p+indexFile, p+graphqlFile)
+			hints = append(hints, p+contentFile, p+indexFile, p+graphqlFile, p+filesFile)
 		}
 		if configured != nil && !configured[name] {
 			r.planRemoval(c)

@@ -57,7 +57,11 @@ type Result struct {
 	Meta catalog.Meta
 	// BytesPulled counts compressed layer bytes read from the registry.
 	BytesPulled int64
-	Duration    time.Duration
+	// Files counts the catalog's files when it was pulled; FilesReused
+	// those whose objects were copied from the published content instead
+	// of parsed.
+	Files, FilesReused int
+	Duration           time.Duration
 	// Phases holds how long each phase took.
 	Phases map[Phase]time.Duration
 }
@@ -90,6 +94,7 @@ type Pipeline struct {
 	leaseTTL  time.Duration
 	onPublish func(name string)
 	sigs      SignatureChecker
+	verify    bool
 }
 
 // Option configures a Pipeline.
@@ -148,6 +153,12 @@ func WithLeaseTTL(d time.Duration) Option { return func(p *Pipeline) { p.leaseTT
 // its cached copy there, so nobody told "published" reads the old one.
 func WithOnPublish(f func(name string)) Option { return func(p *Pipeline) { p.onPublish = f } }
 
+// WithVerifyReuse makes every sync that reuses files of the published
+// content parse them too and compare, byte for byte and fact for fact: a
+// difference fails the sync. It costs the speed-up; the test suite runs
+// with it, to prove reuse changes nothing.
+func WithVerifyReuse(on bool) Option { return func(p *Pipeline) { p.verify = on } }
+
 // WithClock replaces time.Now (tests).
 func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now = now } }
 
@@ -202,6 +213,9 @@ type attempt struct {
 	c   Catalog
 	rep *reporter
 	res Result
+	// prev is the content the catalog's pointer was at, if complete: the
+	// files a pull may reuse.
+	prev *catalog.Meta
 }
 
 func (a *attempt) phase(ph Phase, since time.Time) { a.res.Phases[ph] += a.p.now().Sub(since) }
@@ -303,11 +317,12 @@ func (a *attempt) upToDate(ctx context.Context, resolved source.Resolved) (bool,
 	if err != nil {
 		return false, storageError(PhaseResolving, err)
 	}
-	if cur.Digest != resolved.Digest || cur.Ref != a.c.Image {
+	meta, ok, err := catalog.HasContent(ctx, a.p.store, a.c.Name, cur.Digest)
+	if err != nil || !ok {
 		return false, nil
 	}
-	meta, ok, err := catalog.HasContent(ctx, a.p.store, a.c.Name, resolved.Digest)
-	if err != nil || !ok {
+	if cur.Digest != resolved.Digest || cur.Ref != a.c.Image {
+		a.prev = &meta
 		return false, nil
 	}
 	a.res.Action, a.res.Meta = ActionUpToDate, meta

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,15 @@ type fileResult struct {
 	objs []objRec
 	err  error
 	seq  int // which handle call parsed it
+	// sum is the file's sha256 when hashed (files read whole are); a
+	// later sync reuses only hashed files.
+	sum    [32]byte
+	hashed bool
+	// reused holds the earlier content's facts when the file's bytes
+	// were summarised there: objs is then empty, unless the pool
+	// verifies reuse, which parses the file too.
+	reused  *fileFacts
+	checked bool // reused, and parsed too (WithVerifyReuse)
 }
 
 // spool holds parsed objects on local disk until the final file order is
@@ -100,6 +110,9 @@ type parsePool struct {
 	wg      sync.WaitGroup
 	seq     int // files handed in so far (reading goroutine only)
 
+	reuse  *reuseSet // the published content's summary, if any
+	verify bool      // parse reused files too, to compare (WithVerifyReuse)
+
 	mu      sync.Mutex
 	results map[string]*fileResult // by path: the latest entry's
 	err     error                  // a spool write failure: fatal, unlike parse errors
@@ -108,6 +121,11 @@ type parsePool struct {
 func newParsePool(sp *spool, budget, inline int64, workers int) *parsePool {
 	return &parsePool{sp: sp, inline: inline, budget: semaphore.NewWeighted(budget),
 		workers: semaphore.NewWeighted(int64(workers)), results: map[string]*fileResult{}}
+}
+
+// reuseFrom makes the pool skip the files rs summarises.
+func (pp *parsePool) reuseFrom(rs *reuseSet, verify bool) {
+	pp.reuse, pp.verify = rs, verify
 }
 
 // handler returns the unpack.FileFunc that feeds the pool under ctx.
@@ -121,9 +139,14 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 	pp.seq++
 	seq := pp.seq
 	if size > pp.inline {
-		pp.parse(path, r, seq)
+		h := sha256.New()
+		tr := io.TeeReader(r, h)
+		fr := pp.parse(tr, seq)
 		// Drain what a failed parse left, so the tar stream goes on.
-		_, err := io.Copy(io.Discard, r)
+		_, err := io.Copy(io.Discard, tr)
+		h.Sum(fr.sum[:0])
+		fr.hashed = err == nil
+		pp.keep(path, fr)
 		return err
 	}
 	w := max(size, 1)
@@ -144,12 +167,27 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 		defer pp.wg.Done()
 		defer pp.budget.Release(w)
 		defer pp.workers.Release(1)
-		pp.parse(path, bytes.NewReader(buf), seq)
+		pp.keep(path, pp.parseOrReuse(ctx, buf, seq))
 	}()
 	return nil
 }
 
-func (pp *parsePool) parse(path string, r io.Reader, seq int) {
+// parseOrReuse parses a file read whole, unless the published content
+// has the same bytes.
+func (pp *parsePool) parseOrReuse(ctx context.Context, buf []byte, seq int) *fileResult {
+	sum := hashFile(buf)
+	var fr *fileResult
+	if f := pp.reuse.lookup(ctx, sum); f != nil && !pp.verify {
+		fr = &fileResult{seq: seq, reused: f}
+	} else {
+		fr = pp.parse(bytes.NewReader(buf), seq)
+		fr.reused, fr.checked = f, f != nil
+	}
+	fr.sum, fr.hashed = sum, true
+	return fr
+}
+
+func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
 	fr := &fileResult{seq: seq}
 	fr.err = fbc.Parse(r, func(o fbc.Object) error {
 		off, err := pp.sp.append(o.Blob)
@@ -164,6 +202,11 @@ func (pp *parsePool) parse(path string, r io.Reader, seq int) {
 		fr.objs = append(fr.objs, rec)
 		return nil
 	})
+	return fr
+}
+
+// keep records path's result.
+func (pp *parsePool) keep(path string, fr *fileResult) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	// Parses run concurrently: the later entry wins, not the later parse.
@@ -208,6 +251,9 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 	}
 	defer sp.remove()
 	pool := newParsePool(sp, a.p.budget, a.p.inline, a.p.workers)
+	if a.prev != nil && a.prev.FilesSize > 0 {
+		pool.reuseFrom(a.p.loadReuse(ctx, *a.prev), a.p.verify)
+	}
 	if err := a.readLayers(ctx, img, u, pool); err != nil {
 		return catalog.Meta{}, err
 	}
@@ -284,6 +330,7 @@ type validated struct {
 	results map[string]*fileResult
 	stats   fbc.Stats
 	objects int
+	reused  int // files whose facts came from the published content
 }
 
 // validate checks the final files in catalog order, before anything is
@@ -304,6 +351,14 @@ func (a *attempt) validate(u *unpack.Unpacker, results map[string]*fileResult) (
 		if fr == nil {
 			return out, &Error{Phase: PhaseValidating, Reason: ReasonInternal, Err: fmt.Errorf("file %s was not parsed", file.Content)}
 		}
+		if fr.reused != nil {
+			if fr.err != nil {
+				return out, reuseMismatch(file.Path, fmt.Errorf("the file does not parse now: %w", fr.err))
+			}
+			out.objects += addFacts(v, file.Path, fr.reused)
+			out.reused++
+			continue
+		}
 		if fr.err != nil {
 			return out, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: fmt.Errorf("%s: %w", file.Path, fr.err)}
 		}
@@ -313,6 +368,7 @@ func (a *attempt) validate(u *unpack.Unpacker, results map[string]*fileResult) (
 		out.objects += len(fr.objs)
 	}
 	out.stats = v.Stats()
+	a.res.Files, a.res.FilesReused = len(files), out.reused
 	a.rep.emit(Event{Phase: PhaseValidating, Bundles: out.stats.Bundles, Packages: out.stats.Packages, Objects: out.objects})
 	if err := v.Validate(); err != nil {
 		return out, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: err}
@@ -325,7 +381,7 @@ func (a *attempt) validate(u *unpack.Unpacker, results map[string]*fileResult) (
 func (a *attempt) index(ctx context.Context, img *source.Image, v validated, pool *parsePool) (catalog.Meta, error) {
 	t := a.p.now()
 	a.rep.emit(Event{Phase: PhaseIndexing, Bundles: v.stats.Bundles, Packages: v.stats.Packages, Objects: v.objects})
-	w, err := a.p.writeFromSpool(ctx, a.c.Name, a.res.Digest, v, pool.sp)
+	w, err := a.p.writeFromSpool(ctx, a.c.Name, a.res.Digest, v, pool.sp, a.prev)
 	if err != nil {
 		return catalog.Meta{}, err
 	}
@@ -339,6 +395,8 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 			"packages":       v.stats.Packages,
 			"channels":       v.stats.Channels,
 			"bundles":        v.stats.Bundles,
+			"files":          len(v.files),
+			"filesReused":    v.reused,
 		},
 	})
 	if err != nil {
@@ -348,29 +406,26 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 	return meta, nil
 }
 
-// writeFromSpool writes catalog.jsonl from the spool in the final file
-// order, which is known only once every layer has been read.
-func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v validated, sp *spool) (*catalog.Writer, error) {
+// writeFromSpool writes catalog.jsonl in the final file order, which is
+// known only once every layer has been read: parsed files from the spool,
+// reused ones from the published content (prev). It also hands the writer
+// the new content's file summary.
+func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v validated, sp *spool, prev *catalog.Meta) (*catalog.Writer, error) {
 	w, err := catalog.NewWriter(ctx, p.store, name, digest)
 	if err != nil {
 		return nil, storageError(PhaseIndexing, err)
 	}
-	buf := make([]byte, 0, 64<<10)
+	cw := &contentWrite{w: w, sp: sp, buf: make([]byte, 0, 64<<10)}
+	if v.reused > 0 {
+		cw.earlier = newEarlierLines(p.store, *prev, v)
+		defer cw.earlier.close()
+	}
 	for _, file := range v.files {
-		for _, o := range v.results[file.Content].objs {
-			if cap(buf) < o.n {
-				buf = make([]byte, o.n)
-			}
-			b := buf[:o.n]
-			if err := sp.readAt(b, o.off); err != nil {
-				w.Abort()
-				return nil, spoolError(PhaseIndexing, err)
-			}
-			if err := w.Add(o.obj.Schema, o.obj.Package, o.obj.Name, b); err != nil {
-				w.Abort()
-				return nil, storageError(PhaseIndexing, err)
-			}
+		if err := cw.file(ctx, file.Path, v.results[file.Content]); err != nil {
+			w.Abort()
+			return nil, err
 		}
 	}
+	w.SetFiles(cw.summary)
 	return w, nil
 }

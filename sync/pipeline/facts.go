@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/catalogsync/catalogsync/sync/fbc"
+)
+
+// fileFacts is what a later sync needs of one FBC file to skip parsing
+// it: where its objects lie in catalog.jsonl and what validation reads of
+// each. The file's path is not kept: the same bytes may move.
+type fileFacts struct {
+	Sum     [32]byte // sha256 of the file's bytes
+	Off     int64    // its first object's offset in catalog.jsonl
+	Len     int64    // the bytes of its objects, which lie together
+	Objects []objFact
+}
+
+// objFact is one object of a file, without its bytes.
+type objFact struct {
+	Schema, Package, Name string
+	N                     int64 // its line's length
+	Ref                   *fbc.Ref
+}
+
+// The summary is a sequence of records, each a uvarint length and a
+// fileFacts in the compact encoding below. It is our own format, read
+// back with a bound on every length, so a damaged file costs a full sync
+// and never memory (see readFacts).
+var errFacts = errors.New("damaged file summary")
+
+// maxFactsRecord bounds one file's record: files past the parse pool's
+// inline size are never reused, so their facts are never recorded.
+const maxFactsRecord = 64 << 20
+
+type factsEnc struct{ b []byte }
+
+func (e *factsEnc) num(n uint64) { e.b = binary.AppendUvarint(e.b, n) }
+func (e *factsEnc) str(s string) { e.num(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *factsEnc) strs(ss []string) {
+	e.num(uint64(len(ss)))
+	for _, s := range ss {
+		e.str(s)
+	}
+}
+
+// appendFacts appends f's record to b.
+func appendFacts(b []byte, f *fileFacts) []byte {
+	var e factsEnc
+	e.b = append(e.b, f.Sum[:]...)
+	e.num(uint64(f.Off))
+	e.num(uint64(f.Len))
+	e.num(uint64(len(f.Objects)))
+	for _, o := range f.Objects {
+		e.str(o.Schema)
+		e.str(o.Package)
+		e.str(o.Name)
+		e.num(uint64(o.N))
+		e.ref(o.Ref)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.b)))
+	return append(b, e.b...)
+}
+
+func (e *factsEnc) ref(r *fbc.Ref) {
+	if r == nil {
+		e.num(0)
+		return
+	}
+	e.num(1)
+	e.str(r.DefaultChannel)
+	e.num(uint64(len(r.Entries)))
+	for _, c := range r.Entries {
+		e.str(c.Name)
+		e.str(c.Replaces)
+		e.strs(c.Skips)
+	}
+	e.str(r.Image)
+	e.num(uint64(len(r.Packages)))
+	for _, p := range r.Packages {
+		e.str(p.PackageName)
+		e.str(p.Version)
+	}
+	if r.HasObjects {
+		e.num(1)
+	} else {
+		e.num(0)
+	}
+	e.num(uint64(len(r.Deprecations)))
+	for _, d := range r.Deprecations {
+		e.str(d.Schema)
+		e.str(d.Name)
+		e.str(d.Message)
+	}
+	e.strs(r.Problems)
+	e.strs(r.PropertyProblems)
+	e.strs(r.ObjectProblems)
+}
+
+// factsDec reads one record; the first error sticks and every later read
+// returns zero values.
+type factsDec struct {
+	b   []byte
+	err error
+}
+
+func (d *factsDec) fail() {
+	if d.err == nil {
+		d.err = errFacts
+	}
+	d.b = nil
+}
+
+func (d *factsDec) num() uint64 {
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[k:]
+	return n
+}
+
+// count reads a length that must fit in the bytes left, at least one
+// byte per element.
+func (d *factsDec) count() int {
+	n := d.num()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (d *factsDec) str() string {
+	n := d.count()
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *factsDec) strs() []string {
+	n := d.count()
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.str()
+	}
+	return out
+}
+
+// decodeFacts reads one record's bytes.
+func decodeFacts(b []byte) (*fileFacts, error) {
+	d := &factsDec{b: b}
+	f := &fileFacts{}
+	if len(d.b) < len(f.Sum) {
+		return nil, errFacts
+	}
+	copy(f.Sum[:], d.b)
+	d.b = d.b[len(f.Sum):]
+	f.Off, f.Len = int64(d.num()), int64(d.num())
+	if n := d.count(); n > 0 {
+		f.Objects = make([]objFact, n)
+	}
+	var total int64
+	for i := range f.Objects {
+		o := &f.Objects[i]
+		o.Schema, o.Package, o.Name = d.str(), d.str(), d.str()
+		o.N = int64(d.num())
+		o.Ref = d.ref()
+		if o.N <= 0 || o.N > f.Len {
+			d.fail()
+		}
+		total += o.N
+	}
+	if d.err != nil || len(d.b) != 0 || f.Off < 0 || f.Len <= 0 || total != f.Len {
+		return nil, fmt.Errorf("%w: a record does not add up", errFacts)
+	}
+	return f, nil
+}
+
+func (d *factsDec) ref() *fbc.Ref {
+	if d.num() == 0 {
+		return nil
+	}
+	r := &fbc.Ref{DefaultChannel: d.str()}
+	if n := d.count(); n > 0 {
+		r.Entries = make([]fbc.ChannelEntry, n)
+		for i := range r.Entries {
+			r.Entries[i] = fbc.ChannelEntry{Name: d.str(), Replaces: d.str(), Skips: d.strs()}
+		}
+	}
+	r.Image = d.str()
+	if n := d.count(); n > 0 {
+		r.Packages = make([]fbc.PackageProperty, n)
+		for i := range r.Packages {
+			r.Packages[i] = fbc.PackageProperty{PackageName: d.str(), Version: d.str()}
+		}
+	}
+	r.HasObjects = d.num() == 1
+	if n := d.count(); n > 0 {
+		r.Deprecations = make([]fbc.DeprecationEntry, n)
+		for i := range r.Deprecations {
+			r.Deprecations[i] = fbc.DeprecationEntry{Schema: d.str(), Name: d.str(), Message: d.str()}
+		}
+	}
+	r.Problems, r.PropertyProblems, r.ObjectProblems = d.strs(), d.strs(), d.strs()
+	return r
+}

@@ -1,0 +1,285 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/fbc"
+)
+
+// reuseSet is the per-file summary of the content a catalog's pointer is
+// at, loaded while the new image's layers start streaming: a file whose
+// bytes hash to a summarised file is not parsed again, its objects are
+// copied from that content's catalog.jsonl (the same bytes always
+// normalise to the same objects).
+type reuseSet struct {
+	meta  catalog.Meta // the earlier content
+	ready chan struct{}
+	files map[[32]byte]*fileFacts // read only after ready; empty when unusable
+}
+
+// loadReuse starts reading the summary stored with prev. Failing to read
+// it costs the speed-up, never the sync: the files are parsed instead.
+func (p *Pipeline) loadReuse(ctx context.Context, prev catalog.Meta) *reuseSet {
+	rs := &reuseSet{meta: prev, ready: make(chan struct{})}
+	go func() {
+		defer close(rs.ready)
+		files, err := readFacts(ctx, p.store, prev)
+		if err != nil && !errors.Is(err, storage.ErrNotExist) {
+			p.log.Warn("file summary of the published content unusable; parsing every file",
+				"catalog", prev.Name, "digest", prev.Digest, "err", err)
+			files = nil
+		}
+		rs.files = files
+	}()
+	return rs
+}
+
+// lookup returns the facts of the file whose sha256 is sum, or nil.
+func (rs *reuseSet) lookup(ctx context.Context, sum [32]byte) *fileFacts {
+	if rs == nil {
+		return nil
+	}
+	select {
+	case <-rs.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	return rs.files[sum]
+}
+
+// readFacts reads a stored summary whole, checking every record against
+// the content it describes.
+func readFacts(ctx context.Context, s storage.Store, m catalog.Meta) (map[[32]byte]*fileFacts, error) {
+	rc, err := catalog.OpenFiles(ctx, s, m)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(io.LimitReader(rc, m.FilesSize), 64<<10)
+	files := map[[32]byte]*fileFacts{}
+	var buf []byte
+	for {
+		n, err := binary.ReadUvarint(br)
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil || n == 0 || n > maxFactsRecord {
+			return nil, fmt.Errorf("%w: record length", errFacts)
+		}
+		if uint64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		if _, err := io.ReadFull(br, buf[:n]); err != nil {
+			return nil, fmt.Errorf("%w: %v", errFacts, err)
+		}
+		f, err := decodeFacts(buf[:n])
+		if err != nil {
+			return nil, err
+		}
+		if f.Off > m.Size || f.Len > m.Size-f.Off {
+			return nil, fmt.Errorf("%w: a record points past catalog.jsonl", errFacts)
+		}
+		if _, dup := files[f.Sum]; !dup {
+			files[f.Sum] = f
+		}
+	}
+}
+
+// earlierLines reads the earlier catalog.jsonl in runs: reused files that
+// follow each other there and here are read with one ranged read (one
+// request on object storage), in the order the new catalog needs them.
+type earlierLines struct {
+	store storage.Store
+	meta  catalog.Meta
+	runs  []span // in the order they are read
+	next  int    // the run to open next
+	rc    io.ReadCloser
+	br    *bufio.Reader
+	pos   int64 // offset of the next byte br yields
+	end   int64 // end of the open run
+}
+
+type span struct{ off, n int64 }
+
+// newEarlierLines plans the runs for the reused files of v, in order.
+func newEarlierLines(s storage.Store, meta catalog.Meta, v validated) *earlierLines {
+	el := &earlierLines{store: s, meta: meta}
+	for _, file := range v.files {
+		f := v.results[file.Content].reused
+		if f == nil {
+			continue
+		}
+		if k := len(el.runs) - 1; k >= 0 && el.runs[k].off+el.runs[k].n == f.Off {
+			el.runs[k].n += f.Len
+			continue
+		}
+		el.runs = append(el.runs, span{f.Off, f.Len})
+	}
+	return el
+}
+
+// at returns a reader positioned at off, the start of the next reused
+// file.
+func (el *earlierLines) at(ctx context.Context, off int64) (*bufio.Reader, error) {
+	if el.br != nil && el.pos == off && el.pos < el.end {
+		return el.br, nil
+	}
+	el.close()
+	if el.next >= len(el.runs) || el.runs[el.next].off != off {
+		return nil, fmt.Errorf("reading the published catalog.jsonl out of plan at %d", off)
+	}
+	r := el.runs[el.next]
+	el.next++
+	rc, err := catalog.OpenLines(ctx, el.store, el.meta, r.off, r.n)
+	if err != nil {
+		return nil, err
+	}
+	el.rc, el.br, el.pos, el.end = rc, bufio.NewReaderSize(rc, 256<<10), r.off, r.off+r.n
+	return el.br, nil
+}
+
+// read fills b from the open run.
+func (el *earlierLines) read(b []byte) error {
+	if _, err := io.ReadFull(el.br, b); err != nil {
+		return fmt.Errorf("reading the published catalog.jsonl: %w", err)
+	}
+	el.pos += int64(len(b))
+	return nil
+}
+
+func (el *earlierLines) close() {
+	if el.rc != nil {
+		el.rc.Close()
+		el.rc, el.br = nil, nil
+	}
+}
+
+// sameFact reports whether a parsed object and a stored fact agree, in
+// the summary's own encoding (so a nil and an empty list are the same).
+func sameFact(o objRec, f objFact) bool {
+	a := appendFacts(nil, &fileFacts{Len: int64(o.n), Objects: []objFact{{o.obj.Schema, o.obj.Package, o.obj.Name, int64(o.n), o.obj.Ref}}})
+	b := appendFacts(nil, &fileFacts{Len: f.N, Objects: []objFact{f}})
+	return bytes.Equal(a, b)
+}
+
+// hashFile is the key a file is summarised under.
+func hashFile(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// addFacts feeds a reused file's objects to the validator, as parsing
+// them would, and returns how many there were.
+func addFacts(v *fbc.Validator, path string, f *fileFacts) int {
+	for _, o := range f.Objects {
+		v.Add(path, fbc.Object{Schema: o.Schema, Package: o.Package, Name: o.Name, Ref: o.Ref})
+	}
+	return len(f.Objects)
+}
+
+// reuseMismatch is what WithVerifyReuse reports when a reused file would
+// not come out the same parsed: a bug of ours, never the catalog's.
+func reuseMismatch(path string, err error) error {
+	return &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Err: fmt.Errorf("incremental check: %s: %w", path, err)}
+}
+
+// contentWrite writes one catalog.jsonl and its file summary.
+type contentWrite struct {
+	w       *catalog.Writer
+	sp      *spool
+	earlier *earlierLines // nil when nothing is reused
+	buf     []byte
+	summary []byte
+}
+
+// file writes one file's objects and records its facts.
+func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) error {
+	facts := &fileFacts{Sum: fr.sum, Off: cw.w.Size()}
+	var err error
+	if fr.reused != nil {
+		facts.Objects = fr.reused.Objects
+		err = cw.copyFile(ctx, path, fr)
+	} else {
+		facts.Objects = make([]objFact, len(fr.objs))
+		for i, o := range fr.objs {
+			facts.Objects[i] = objFact{o.obj.Schema, o.obj.Package, o.obj.Name, int64(o.n), o.obj.Ref}
+		}
+		err = cw.spoolFile(fr)
+	}
+	if err != nil {
+		return err
+	}
+	if facts.Len = cw.w.Size() - facts.Off; fr.hashed && facts.Len > 0 {
+		cw.summary = appendFacts(cw.summary, facts)
+	}
+	return nil
+}
+
+func (cw *contentWrite) line(n int) []byte {
+	if cap(cw.buf) < n {
+		cw.buf = make([]byte, n)
+	}
+	return cw.buf[:n]
+}
+
+func (cw *contentWrite) spoolFile(fr *fileResult) error {
+	for _, o := range fr.objs {
+		b := cw.line(o.n)
+		if err := cw.sp.readAt(b, o.off); err != nil {
+			return spoolError(PhaseIndexing, err)
+		}
+		if err := cw.w.Add(o.obj.Schema, o.obj.Package, o.obj.Name, b); err != nil {
+			return storageError(PhaseIndexing, err)
+		}
+	}
+	return nil
+}
+
+// copyFile copies a reused file's objects from the published content;
+// with fr.objs (WithVerifyReuse) it checks them against the parse.
+func (cw *contentWrite) copyFile(ctx context.Context, path string, fr *fileResult) error {
+	f := fr.reused
+	if _, err := cw.earlier.at(ctx, f.Off); err != nil {
+		return storageError(PhaseIndexing, err)
+	}
+	if fr.checked && len(fr.objs) != len(f.Objects) {
+		return reuseMismatch(path, fmt.Errorf("%d objects parsed, %d reused", len(fr.objs), len(f.Objects)))
+	}
+	for i, o := range f.Objects {
+		b := cw.line(int(o.N))
+		if err := cw.earlier.read(b); err != nil {
+			return storageError(PhaseIndexing, err)
+		}
+		if fr.checked {
+			if err := cw.compare(fr.objs[i], o, b); err != nil {
+				return reuseMismatch(path, fmt.Errorf("object %d: %w", i, err))
+			}
+		}
+		if err := cw.w.Add(o.Schema, o.Package, o.Name, b); err != nil {
+			return storageError(PhaseIndexing, err)
+		}
+	}
+	return nil
+}
+
+// compare checks a copied line and its fact against the parse of the
+// same file.
+func (cw *contentWrite) compare(o objRec, f objFact, copied []byte) error {
+	if !sameFact(o, f) {
+		return errors.New("its facts differ")
+	}
+	parsed := make([]byte, o.n)
+	if err := cw.sp.readAt(parsed, o.off); err != nil {
+		return err
+	}
+	if !bytes.Equal(parsed, copied) {
+		return fmt.Errorf("its bytes differ: parsed %.80q, copied %.80q", parsed, copied)
+	}
+	return nil
+}
