@@ -112,6 +112,7 @@ type parsePool struct {
 
 	reuse  *reuseSet // the published content's summary, if any
 	verify bool      // parse reused files too, to compare (WithVerifyReuse)
+	stream *streamer // writes the content as files arrive (see streamer)
 
 	mu      sync.Mutex
 	results map[string]*fileResult // by path: the latest entry's
@@ -139,6 +140,7 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 	pp.seq++
 	seq := pp.seq
 	if size > pp.inline {
+		sl := pp.stream.enqueue(path)
 		h := sha256.New()
 		tr := io.TeeReader(r, h)
 		fr := pp.parse(tr, seq)
@@ -146,7 +148,7 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 		_, err := io.Copy(io.Discard, tr)
 		h.Sum(fr.sum[:0])
 		fr.hashed = err == nil
-		pp.keep(path, fr)
+		pp.keep(path, fr, sl)
 		return err
 	}
 	w := max(size, 1)
@@ -162,12 +164,13 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 		pp.budget.Release(w)
 		return err
 	}
+	sl := pp.stream.enqueue(path)
 	pp.wg.Add(1)
 	go func() {
 		defer pp.wg.Done()
 		defer pp.budget.Release(w)
 		defer pp.workers.Release(1)
-		pp.keep(path, pp.parseOrReuse(ctx, buf, seq))
+		pp.keep(path, pp.parseOrReuse(ctx, buf, seq), sl)
 	}()
 	return nil
 }
@@ -205,8 +208,9 @@ func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
 	return fr
 }
 
-// keep records path's result.
-func (pp *parsePool) keep(path string, fr *fileResult) {
+// keep records path's result, and hands it to the streamer's slot.
+func (pp *parsePool) keep(path string, fr *fileResult, sl *slot) {
+	sl.fill(fr)
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	// Parses run concurrently: the later entry wins, not the later parse.
@@ -254,12 +258,20 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 	if a.prev != nil && a.prev.FilesSize > 0 {
 		pool.reuseFrom(a.p.loadReuse(ctx, *a.prev), a.p.verify)
 	}
-	if err := a.readLayers(ctx, img, u, pool); err != nil {
+	if pool.stream, err = a.p.newStreamer(ctx, a.c.Name, a.res.Digest, a.prev); err != nil {
+		return catalog.Meta{}, err
+	}
+	pool.stream.cw.sp = sp
+	err = a.readLayers(ctx, img, u, pool)
+	pool.stream.stop()
+	if err != nil {
+		pool.stream.abort()
 		return catalog.Meta{}, err
 	}
 	a.phase(PhasePulling, t)
 	v, err := a.validate(u, pool.results)
 	if err != nil {
+		pool.stream.abort()
 		return catalog.Meta{}, err
 	}
 	return a.index(ctx, img, v, pool)
@@ -381,11 +393,16 @@ func (a *attempt) validate(u *unpack.Unpacker, results map[string]*fileResult) (
 func (a *attempt) index(ctx context.Context, img *source.Image, v validated, pool *parsePool) (catalog.Meta, error) {
 	t := a.p.now()
 	a.rep.emit(Event{Phase: PhaseIndexing, Bundles: v.stats.Bundles, Packages: v.stats.Packages, Objects: v.objects})
-	w, err := a.p.writeFromSpool(ctx, a.c.Name, a.res.Digest, v, pool.sp, a.prev)
-	if err != nil {
-		return catalog.Meta{}, err
+	cw, lost := pool.stream.result(v)
+	if lost != nil {
+		a.p.log.Debug("content written after the pull", "catalog", a.c.Name, "why", lost)
+		var err error
+		if cw, err = a.p.writeFromSpool(ctx, a.c.Name, a.res.Digest, v, pool.sp, a.prev); err != nil {
+			return catalog.Meta{}, err
+		}
 	}
-	meta, err := w.Commit(ctx, catalog.Meta{
+	cw.w.SetFiles(cw.summary)
+	meta, err := cw.w.Commit(ctx, catalog.Meta{
 		Ref: a.c.Image, VerifiedBy: a.res.VerifiedBy,
 		Stats: map[string]any{
 			"resolvedRef":    a.res.ResolvedRef,
@@ -397,6 +414,7 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 			"bundles":        v.stats.Bundles,
 			"files":          len(v.files),
 			"filesReused":    v.reused,
+			"streamed":       lost == nil,
 		},
 	})
 	if err != nil {
@@ -408,24 +426,20 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 
 // writeFromSpool writes catalog.jsonl in the final file order, which is
 // known only once every layer has been read: parsed files from the spool,
-// reused ones from the published content (prev). It also hands the writer
-// the new content's file summary.
-func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v validated, sp *spool, prev *catalog.Meta) (*catalog.Writer, error) {
+// reused ones from the published content (prev).
+func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v validated, sp *spool, prev *catalog.Meta) (*contentWrite, error) {
 	w, err := catalog.NewWriter(ctx, p.store, name, digest)
 	if err != nil {
 		return nil, storageError(PhaseIndexing, err)
 	}
-	cw := &contentWrite{w: w, sp: sp, buf: make([]byte, 0, 64<<10)}
-	if v.reused > 0 {
-		cw.earlier = newEarlierLines(p.store, *prev, v)
-		defer cw.earlier.close()
-	}
+	cw := newContentWrite(w, p.store, prev)
+	cw.sp = sp
+	defer cw.close()
 	for _, file := range v.files {
 		if err := cw.file(ctx, file.Path, v.results[file.Content]); err != nil {
 			w.Abort()
 			return nil, err
 		}
 	}
-	w.SetFiles(cw.summary)
-	return w, nil
+	return cw, nil
 }

@@ -94,57 +94,29 @@ func readFacts(ctx context.Context, s storage.Store, m catalog.Meta) (map[[32]by
 	}
 }
 
-// earlierLines reads the earlier catalog.jsonl in runs: reused files that
-// follow each other there and here are read with one ranged read (one
-// request on object storage), in the order the new catalog needs them.
+// earlierLines reads the earlier catalog.jsonl from where the next reused
+// file starts to its end: reused files that follow each other there and
+// here are read with one ranged read (one request on object storage).
 type earlierLines struct {
 	store storage.Store
 	meta  catalog.Meta
-	runs  []span // in the order they are read
-	next  int    // the run to open next
 	rc    io.ReadCloser
 	br    *bufio.Reader
 	pos   int64 // offset of the next byte br yields
-	end   int64 // end of the open run
 }
 
-type span struct{ off, n int64 }
-
-// newEarlierLines plans the runs for the reused files of v, in order.
-func newEarlierLines(s storage.Store, meta catalog.Meta, v validated) *earlierLines {
-	el := &earlierLines{store: s, meta: meta}
-	for _, file := range v.files {
-		f := v.results[file.Content].reused
-		if f == nil {
-			continue
-		}
-		if k := len(el.runs) - 1; k >= 0 && el.runs[k].off+el.runs[k].n == f.Off {
-			el.runs[k].n += f.Len
-			continue
-		}
-		el.runs = append(el.runs, span{f.Off, f.Len})
-	}
-	return el
-}
-
-// at returns a reader positioned at off, the start of the next reused
-// file.
-func (el *earlierLines) at(ctx context.Context, off int64) (*bufio.Reader, error) {
-	if el.br != nil && el.pos == off && el.pos < el.end {
-		return el.br, nil
+// at positions the reader at off, the start of the next reused file.
+func (el *earlierLines) at(ctx context.Context, off int64) error {
+	if el.br != nil && el.pos == off {
+		return nil
 	}
 	el.close()
-	if el.next >= len(el.runs) || el.runs[el.next].off != off {
-		return nil, fmt.Errorf("reading the published catalog.jsonl out of plan at %d", off)
-	}
-	r := el.runs[el.next]
-	el.next++
-	rc, err := catalog.OpenLines(ctx, el.store, el.meta, r.off, r.n)
+	rc, err := catalog.OpenLines(ctx, el.store, el.meta, off, el.meta.Size-off)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	el.rc, el.br, el.pos, el.end = rc, bufio.NewReaderSize(rc, 256<<10), r.off, r.off+r.n
-	return el.br, nil
+	el.rc, el.br, el.pos = rc, bufio.NewReaderSize(rc, 256<<10), off
+	return nil
 }
 
 // read fills b from the open run.
@@ -187,6 +159,23 @@ func addFacts(v *fbc.Validator, path string, f *fileFacts) int {
 // not come out the same parsed: a bug of ours, never the catalog's.
 func reuseMismatch(path string, err error) error {
 	return &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Err: fmt.Errorf("incremental check: %s: %w", path, err)}
+}
+
+// newContentWrite writes into w, reading reused files from prev (nil:
+// none).
+func newContentWrite(w *catalog.Writer, s storage.Store, prev *catalog.Meta) *contentWrite {
+	cw := &contentWrite{w: w, sp: nil, buf: make([]byte, 0, 64<<10)}
+	if prev != nil {
+		cw.earlier = &earlierLines{store: s, meta: *prev}
+	}
+	return cw
+}
+
+// close releases the earlier content's reader.
+func (cw *contentWrite) close() {
+	if cw.earlier != nil {
+		cw.earlier.close()
+	}
 }
 
 // contentWrite writes one catalog.jsonl and its file summary.
@@ -245,7 +234,10 @@ func (cw *contentWrite) spoolFile(fr *fileResult) error {
 // with fr.objs (WithVerifyReuse) it checks them against the parse.
 func (cw *contentWrite) copyFile(ctx context.Context, path string, fr *fileResult) error {
 	f := fr.reused
-	if _, err := cw.earlier.at(ctx, f.Off); err != nil {
+	if cw.earlier == nil {
+		return storageError(PhaseIndexing, errors.New("a reused file without the published content"))
+	}
+	if err := cw.earlier.at(ctx, f.Off); err != nil {
 		return storageError(PhaseIndexing, err)
 	}
 	if fr.checked && len(fr.objs) != len(f.Objects) {

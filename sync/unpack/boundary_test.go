@@ -43,7 +43,7 @@ func TestLimitsAtTheBoundary(t *testing.T) {
 	}
 }
 
-// TestWalkCompareIsWalkDir: walkCompare orders any set of paths exactly as
+// TestWalkCompareIsWalkDir: WalkCompare orders any set of paths exactly as
 // fs.WalkDir visits them on a real directory.
 func TestWalkCompareIsWalkDir(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
@@ -78,12 +78,12 @@ func TestWalkCompareIsWalkDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Shuffle(len(got), func(i, j int) { got[i], got[j] = got[j], got[i] })
-		slices.SortFunc(got, walkCompare)
+		slices.SortFunc(got, WalkCompare)
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d:\n got %q\nwant %q", round, got, want)
 		}
 		for _, p := range want {
-			if walkCompare(p, p) != 0 {
+			if WalkCompare(p, p) != 0 {
 				t.Fatalf("%q does not equal itself", p)
 			}
 		}

@@ -206,12 +206,12 @@ func TestDirectoriesMergeAcrossLayers(t *testing.T) {
 	}
 }
 
-// walkCompare puts a directory before what is in it, as fs.WalkDir visits
+// WalkCompare puts a directory before what is in it, as fs.WalkDir visits
 // them (the node walk in Files depends on it for which error comes first).
 func TestWalkCompareDirBeforeChildren(t *testing.T) {
 	for _, c := range [][2]string{{"a", "a/0"}, {"a", "a/b/c"}, {"a/b", "a/b/0"}, {"a", "a.b"}, {"a/z", "a.b"}} {
-		if walkCompare(c[0], c[1]) >= 0 || walkCompare(c[1], c[0]) <= 0 {
-			t.Errorf("walkCompare(%q, %q) = %d, reverse %d", c[0], c[1], walkCompare(c[0], c[1]), walkCompare(c[1], c[0]))
+		if WalkCompare(c[0], c[1]) >= 0 || WalkCompare(c[1], c[0]) <= 0 {
+			t.Errorf("WalkCompare(%q, %q) = %d, reverse %d", c[0], c[1], WalkCompare(c[0], c[1]), WalkCompare(c[1], c[0]))
 		}
 	}
 }

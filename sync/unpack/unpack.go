@@ -239,7 +239,7 @@ func (u *Unpacker) Files() ([]File, error) {
 	var ignoreFiles []string
 	// In walk order, so that the first error (a link loop) is the same
 	// every time.
-	paths := slices.SortedFunc(maps.Keys(u.nodes), walkCompare)
+	paths := slices.SortedFunc(maps.Keys(u.nodes), WalkCompare)
 	for _, p := range paths {
 		n := u.nodes[p]
 		if p == u.root || n.kind == kindDir {
@@ -267,8 +267,8 @@ func (u *Unpacker) Files() ([]File, error) {
 	if len(u.nodes) == 0 {
 		return nil, fmt.Errorf("%w: /%s", ErrNoConfigs, u.root)
 	}
-	slices.SortFunc(files, func(a, b File) int { return walkCompare(a.Path, b.Path) })
-	slices.SortFunc(ignoreFiles, walkCompare)
+	slices.SortFunc(files, func(a, b File) int { return WalkCompare(a.Path, b.Path) })
+	slices.SortFunc(ignoreFiles, WalkCompare)
 
 	m, err := u.matcher(ignoreFiles)
 	if err != nil {
@@ -402,9 +402,10 @@ func cleanEntry(name string) (string, error) {
 	return c, nil
 }
 
-// walkCompare orders paths as fs.WalkDir visits them: component by
-// component, so "a/b" comes before "a.txt" ('/' is not compared as a byte).
-func walkCompare(a, b string) int {
+// WalkCompare orders paths as fs.WalkDir visits them, the order of
+// Files: component by component, so "a/b" comes before "a.txt" ('/' is
+// not compared as a byte).
+func WalkCompare(a, b string) int {
 	for {
 		ai, bi := strings.IndexByte(a, '/'), strings.IndexByte(b, '/')
 		ah, bh := a, b

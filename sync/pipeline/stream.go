@@ -1,0 +1,133 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/unpack"
+)
+
+// streamer writes catalog.jsonl while the layers are still read, in the
+// order files arrive, betting that it is the final order: one layer whose
+// entries come in walk order, as image builders write catalogs. Writing
+// (and with it the index, the hash and the GraphQL shape) then overlaps the
+// pull instead of following it. When the bet fails (files out of order, a
+// later entry for a path, an .indexignore, a link, another layer's files)
+// its work is dropped and the content is written from the spool after the
+// pull, as before; the result is the same bytes either way.
+type streamer struct {
+	slots   chan *slot
+	done    chan struct{}
+	cw      *contentWrite
+	written []*slot // in order, while the bet holds
+	lost    error   // why the bet was lost; nil while it holds
+}
+
+// slot is one file handed to the parse pool, in arrival order; ready
+// closes when its result is in.
+type slot struct {
+	path  string
+	ready chan struct{}
+	fr    *fileResult
+}
+
+func (sl *slot) fill(fr *fileResult) {
+	if sl != nil {
+		sl.fr = fr
+		close(sl.ready)
+	}
+}
+
+var errOutOfOrder = errors.New("files arrived out of walk order")
+
+// newStreamer starts writing the content of name at digest, reading reused
+// files from prev (nil: none).
+func (p *Pipeline) newStreamer(ctx context.Context, name, digest string, prev *catalog.Meta) (*streamer, error) {
+	w, err := catalog.NewWriter(ctx, p.store, name, digest)
+	if err != nil {
+		return nil, storageError(PhasePulling, err)
+	}
+	s := &streamer{slots: make(chan *slot, 1024), done: make(chan struct{}), cw: newContentWrite(w, p.store, prev)}
+	go s.run(ctx)
+	return s, nil
+}
+
+// enqueue hands the streamer the next file to arrive.
+func (s *streamer) enqueue(path string) *slot {
+	if s == nil {
+		return nil
+	}
+	sl := &slot{path: path, ready: make(chan struct{})}
+	s.slots <- sl
+	return sl
+}
+
+// run writes each file once parsed; after the bet is lost it only drains
+// the queue, so the reader never blocks on it.
+func (s *streamer) run(ctx context.Context) {
+	defer close(s.done)
+	for sl := range s.slots {
+		if s.lost != nil {
+			continue
+		}
+		select {
+		case <-sl.ready:
+			s.lose(s.write(ctx, sl))
+		case <-ctx.Done():
+			s.lose(ctx.Err())
+		}
+	}
+}
+
+func (s *streamer) write(ctx context.Context, sl *slot) error {
+	if n := len(s.written); n > 0 && unpack.WalkCompare(s.written[n-1].path, sl.path) >= 0 {
+		return errOutOfOrder
+	}
+	if sl.fr.err != nil {
+		return sl.fr.err
+	}
+	if err := s.cw.file(ctx, sl.path, sl.fr); err != nil {
+		return err
+	}
+	s.written = append(s.written, sl)
+	return nil
+}
+
+func (s *streamer) lose(err error) {
+	if err != nil && s.lost == nil {
+		s.lost = err
+		s.cw.close()
+		s.cw.w.Abort()
+	}
+}
+
+// stop ends the queue and waits for the streamer; abort drops its work.
+func (s *streamer) stop() {
+	close(s.slots)
+	<-s.done
+}
+
+func (s *streamer) abort() {
+	s.lose(errors.New("sync failed"))
+}
+
+// result returns the written content when the bet held: the files written
+// are exactly v's final files, each with the result v validated.
+func (s *streamer) result(v validated) (*contentWrite, error) {
+	if s.lost == nil && len(s.written) != len(v.files) {
+		s.lose(fmt.Errorf("%d files written, %d in the catalog", len(s.written), len(v.files)))
+	}
+	for i := 0; s.lost == nil && i < len(v.files); i++ {
+		f, sl := v.files[i], s.written[i]
+		if f.Path != sl.path || v.results[f.Content] != sl.fr {
+			s.lose(fmt.Errorf("file %d is %s, %s was written", i, f.Path, sl.path))
+		}
+	}
+	if s.lost != nil {
+		return nil, s.lost
+	}
+	s.cw.close()
+	return s.cw, nil
+}

@@ -1,0 +1,68 @@
+package pipeline_test
+
+import (
+	"archive/tar"
+	"strings"
+	"testing"
+
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+)
+
+// The content is written while the layer streams when files arrive in
+// their final order, and after the pull otherwise; the bytes are the same
+// either way.
+func TestStreamedOrWrittenAfterPull(t *testing.T) {
+	e := newEnv(t)
+	other := `{"schema":"custom.thing","name":"x"}` + "\n"
+	img := func(layers ...[]imagebuild.Entry) imagebuild.Image {
+		im := imagebuild.Image{Labels: map[string]string{label: "/configs"}}
+		for _, l := range layers {
+			im.Layers = append(im.Layers, imagebuild.Layer{Entries: l})
+		}
+		return im
+	}
+	a := imagebuild.Entry{Name: "configs/a.json", Body: []byte(onePackage)}
+	z := imagebuild.Entry{Name: "configs/z/other.json", Body: []byte(other)}
+	cases := []struct {
+		name     string
+		img      imagebuild.Image
+		streamed bool
+	}{
+		{"in walk order", img([]imagebuild.Entry{a, z}), true},
+		{"directories first", img([]imagebuild.Entry{{Name: "configs/", Typeflag: tar.TypeDir}, a, {Name: "configs/z/", Typeflag: tar.TypeDir}, z}), true},
+		{"out of order", img([]imagebuild.Entry{z, a}), false},
+		{"a path twice", img([]imagebuild.Entry{a, z, {Name: "configs/z/other.json", Body: []byte(other)}}), false},
+		{"a file ignored", img([]imagebuild.Entry{{Name: "configs/.indexignore", Body: []byte("b.json\n")}, a, {Name: "configs/b.json", Body: []byte(other)}, z}), false},
+		{"the last file ignored", img([]imagebuild.Entry{{Name: "configs/.indexignore", Body: []byte("zz.json\n")}, a, z, {Name: "configs/zz.json", Body: []byte(other)}}), false},
+		{"an ignored file that does not parse", img([]imagebuild.Entry{{Name: "configs/.indexignore", Body: []byte("b.json\n")}, a, {Name: "configs/b.json", Body: []byte("not a catalog")}, z}), false},
+		{"an ignored file and a link", img([]imagebuild.Entry{{Name: "configs/.indexignore", Body: []byte("b.json\n")}, a, {Name: "configs/b.json", Body: []byte(other)}, {Name: "configs/y.json", Typeflag: tar.TypeSymlink, Linkname: "z/other.json"}, z}), false},
+		{"a file then a link of its name", img([]imagebuild.Entry{a, {Name: "configs/y.json", Body: []byte(`{"schema":"custom.thing","name":"w"}`)}, {Name: "configs/y.json", Typeflag: tar.TypeSymlink, Linkname: "z/other.json"}, z}), false},
+		{"a link", img([]imagebuild.Entry{a, {Name: "configs/y.json", Typeflag: tar.TypeSymlink, Linkname: "z/other.json"}, z}), false},
+		// Layers are listed base first and read top first.
+		{"later files in the lower layer", img([]imagebuild.Entry{z}, []imagebuild.Entry{a}), true},
+		{"earlier files in the lower layer", img([]imagebuild.Entry{a}, []imagebuild.Entry{z}), false},
+		{"a file in both layers", img([]imagebuild.Entry{{Name: "configs/a.json", Body: []byte("{}")}, z}, []imagebuild.Entry{a}), true},
+	}
+	want := map[bool]string{false: onePackageNormalized + `{"name":"x","schema":"custom.thing"}` + "\n"}
+	want[true] = want[false]
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			slug := strings.ReplaceAll(c.name, " ", "-")
+			ref, _ := e.push("stream/"+slug+":v1", c.img)
+			res, err := e.sync("stream-"+slug, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Meta.Stats["streamed"]; got != c.streamed {
+				t.Errorf("streamed = %v, want %v", got, c.streamed)
+			}
+			w := want[c.streamed]
+			if strings.Contains(c.name, "a link") {
+				w += `{"name":"x","schema":"custom.thing"}` + "\n"
+			}
+			if got := string(e.all(res.Catalog)); got != w {
+				t.Fatalf("got\n%s\nwant\n%s", got, w)
+			}
+		})
+	}
+}
