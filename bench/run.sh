@@ -106,8 +106,10 @@ run() {
 
 for s in "${steps[@]}"; do
   case "$s" in
-  sync) # three syncs each; peak RSS and the gunzip floor come with them
-    run sync -run '^$' -bench '^BenchmarkSync$' -benchtime "$sync_n" -timeout 30m -v ./bench ;;
+  sync) # three syncs each; peak RSS and the gunzip floor come with them.
+    # One test binary: the incremental figures are set beside the full
+    # sync's of the same run.
+    run sync -run '^$' -bench '^(BenchmarkSync|BenchmarkSyncIncremental)$' -benchtime "$sync_n" -timeout 45m -v ./bench ;;
   serve) # cold starts, and status latency against a real kube-apiserver
     # (sync/status's own benchmark; its BenchmarkStatusThrottled is not in
     # the document)
