@@ -142,15 +142,24 @@ type syncOut struct {
 // sync runs syncCmd to its end and fails tb when it fails.
 func (f *fixture) sync(tb testing.TB, image string, to store, env ...string) syncOut {
 	tb.Helper()
+	out, err := f.trySync(image, to, env...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// trySync runs syncCmd to its end; its error holds the end of stderr.
+func (f *fixture) trySync(image string, to store, env ...string) (syncOut, error) {
 	cmd := f.syncCmd(image, to, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		tb.Fatalf("sync %s: %v\n%s", image, err, tail(stderr.String()))
+		return syncOut{}, fmt.Errorf("sync %s: %w\n%s", image, err, tail(stderr.String()))
 	}
 	out := syncOut{stdout: stdout.String(), rss: peakRSSOf(stderr.String())}
 	out.files, out.reused = syncFiles(out.stdout)
-	return out
+	return out, nil
 }
 
 // filesLine is the summary's count of FBC files, and of those an

@@ -5,7 +5,8 @@
 # figure is measured in the same run as its baseline.
 #
 #   bench/run.sh                  # everything (8-9 minutes on 2 busy cores, ~6 more
-#                                 # with the peers present)
+#                                 # with the peers present, ~2 more for the
+#                                 # incremental syncs of the sync step)
 #   BENCH_QUICK=1 bench/run.sh    # one iteration each, 2 s wrk runs: checks
 #                                 # the harness in a few minutes
 #   bench/run.sh sync load        # only some steps: sync, serve, load, peers, micro
