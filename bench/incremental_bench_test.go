@@ -69,6 +69,9 @@ func benchIncremental(b *testing.B, name, backend string) {
 		}
 		rss = max(rss, peakRSS(b, stderr.String()))
 		n, m := syncFiles(stdout.String())
+		if n > 0 && m != n-1 {
+			b.Logf("iteration %d reused %d of %d files; all but the changed one could be", i, m, n)
+		}
 		files, reused = files+n, reused+m
 		for ph, d := range syncPhases(stdout.String()) {
 			phases[ph] += d
