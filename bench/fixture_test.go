@@ -36,6 +36,10 @@ func sharedDir() string {
 	if d := os.Getenv(sharedEnv); d != "" {
 		return d
 	}
+	// A worktree elsewhere names the shared folder (test/servers.SharedEnv).
+	if d := os.Getenv(servers.SharedEnv); d != "" {
+		return filepath.Join(d, "testdata", "fbc", "community-v4.21", "configs")
+	}
 	return sharedDefault
 }
 
@@ -45,18 +49,19 @@ const workDirEnv = "CATALOGSYNC_BENCH_WORKDIR"
 
 // catalogSpec is one catalog the benchmarks sync and serve.
 type catalogSpec struct {
-	name   string
-	pkg    string // a package of it, for `?package=` queries
-	copies int    // > 0: that many renamed copies of the shared catalog
-	shared bool   // needs the shared test data
+	name    string
+	pkg     string // a package of it, for `?package=` queries
+	pkgFile string // pkg's catalog file, relative to the catalog's folder
+	copies  int    // > 0: that many renamed copies of the shared catalog
+	shared  bool   // needs the shared test data
 }
 
 // catalogs, smallest first: 2 KB, 13.9 MB, 55 MB and 216 MB of YAML.
 var catalogs = []catalogSpec{
-	{name: "tiny", pkg: "prometheus"},
-	{name: "community-v4.21", pkg: "kepler-operator", shared: true},
-	{name: "generated-x4", pkg: "kepler-operator-copy2", copies: 4, shared: true},
-	{name: "generated-x16", pkg: "kepler-operator-copy8", copies: 16, shared: true},
+	{name: "tiny", pkg: "prometheus", pkgFile: "catalog.yaml"},
+	{name: "community-v4.21", pkg: "kepler-operator", pkgFile: "kepler-operator/catalog.yaml", shared: true},
+	{name: "generated-x4", pkg: "kepler-operator-copy2", pkgFile: "copy2/kepler-operator/catalog.yaml", copies: 4, shared: true},
+	{name: "generated-x16", pkg: "kepler-operator-copy8", pkgFile: "copy8/kepler-operator/catalog.yaml", copies: 16, shared: true},
 }
 
 func specOf(name string) catalogSpec {
@@ -94,12 +99,12 @@ var (
 // setup builds the binary and starts a registry and MinIO once for all
 // benchmarks of the test binary. Catalogs are pushed when first asked for
 // (image).
-func setup(b *testing.B) *fixture {
+func setup(b testing.TB) *fixture {
 	b.Helper()
 	fixOnce.Do(func() {
 		f := &fixture{images: map[string]image{}, work: workDir(b)}
 		f.bin = servers.CatalogsyncBinary(b)
-		f.registry = servers.StartRegistry(&keepAlive{B: b})
+		f.registry = servers.StartRegistry(&keepAlive{b})
 		f.minio = servers.SharedMinIO(b)
 		f.bucket = f.minio.NewBucket(b)
 		f.rc = imagebuild.NewRegClient(f.registry.Host)
@@ -127,7 +132,7 @@ func sharedMissing() string {
 // image pushes the catalog (generating it first when it is made of copies)
 // once per test binary. It skips b when the catalog needs the shared test
 // data and it is absent.
-func (f *fixture) image(b *testing.B, name string) image {
+func (f *fixture) image(b testing.TB, name string) image {
 	b.Helper()
 	spec := specOf(name)
 	if spec.shared {
@@ -197,7 +202,7 @@ var work struct {
 // workDir is where the benchmarks keep what outlives one benchmark
 // (generated catalogs, the registry's storage, synced stores): the folder
 // workDirEnv names, or a temp folder removed when the test binary ends.
-func workDir(b *testing.B) string {
+func workDir(b testing.TB) string {
 	work.once.Do(func() {
 		if work.dir = os.Getenv(workDirEnv); work.dir != "" {
 			return
@@ -222,12 +227,12 @@ func TestMain(m *testing.M) {
 // keepAlive lets a server outlive the first benchmark that starts it: its
 // cleanup and temp dirs would otherwise go when that benchmark ends. The
 // server dies with the test binary; its files are in workDir.
-type keepAlive struct{ *testing.B }
+type keepAlive struct{ testing.TB }
 
 func (k *keepAlive) Cleanup(func()) {}
 
 func (k *keepAlive) TempDir() string {
-	d, err := os.MkdirTemp(workDir(k.B), "tmp-*")
+	d, err := os.MkdirTemp(workDir(k.TB), "tmp-*")
 	if err != nil {
 		k.Fatal(err)
 	}

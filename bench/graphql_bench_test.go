@@ -45,7 +45,7 @@ func BenchmarkGraphQLSideBySide(b *testing.B) {
 				b.Fatal(err)
 			}
 			args, env := storeArgs(b, f, name, "fs")
-			root := (&keepAlive{B: b}).TempDir()
+			root := (&keepAlive{b}).TempDir()
 			if out, err := exec.Command(ref, "store", "-fbc", src, "-root", root, "-name", name, "-graphql").CombinedOutput(); err != nil {
 				b.Fatalf("catalogd-ref store: %v\n%s", err, out)
 			}

@@ -5,7 +5,8 @@
 # figure is measured in the same run as its baseline.
 #
 #   bench/run.sh                  # everything (8-9 minutes on 2 busy cores, ~6 more
-#                                 # with the peers present)
+#                                 # with the peers present, ~2 more for the
+#                                 # incremental syncs of the sync step)
 #   BENCH_QUICK=1 bench/run.sh    # one iteration each, 2 s wrk runs: checks
 #                                 # the harness in a few minutes
 #   bench/run.sh sync load        # only some steps: sync, serve, load, peers, micro
@@ -106,8 +107,10 @@ run() {
 
 for s in "${steps[@]}"; do
   case "$s" in
-  sync) # three syncs each; peak RSS and the gunzip floor come with them
-    run sync -run '^$' -bench '^BenchmarkSync$' -benchtime "$sync_n" -timeout 30m -v ./bench ;;
+  sync) # three syncs each; peak RSS and the gunzip floor come with them.
+    # One test binary: the incremental figures are set beside the full
+    # sync's of the same run.
+    run sync -run '^$' -bench '^(BenchmarkSync|BenchmarkSyncIncremental)$' -benchtime "$sync_n" -timeout 45m -v ./bench ;;
   serve) # cold starts, and status latency against a real kube-apiserver
     # (sync/status's own benchmark; its BenchmarkStatusThrottled is not in
     # the document)

@@ -35,7 +35,7 @@ func storeArgs(b *testing.B, f *fixture, name, backend string) (args, env []stri
 		return a, env
 	}
 	if backend == "fs" {
-		args = []string{"--store", (&keepAlive{B: b}).TempDir()}
+		args = []string{"--store", (&keepAlive{b}).TempDir()}
 	}
 	cmd := exec.Command(f.bin, append([]string{"sync", "--name", name, "--image", img.ref,
 		"--plain-http", f.registry.Host, "--no-docker-config", "--log-level", "warn"}, args...)...)
@@ -44,7 +44,7 @@ func storeArgs(b *testing.B, f *fixture, name, backend string) (args, env []stri
 		b.Fatalf("sync %s into %s: %v\n%s", name, backend, err, out)
 	}
 	// serve answers only for the catalogs it is configured with.
-	cfg := filepath.Join((&keepAlive{B: b}).TempDir(), "catalogsync.yaml")
+	cfg := filepath.Join((&keepAlive{b}).TempDir(), "catalogsync.yaml")
 	body := fmt.Sprintf("registries:\n- {name: %q, plainHTTP: true}\ncatalogs:\n- {name: %q, image: %q}\n", f.registry.Host, name, img.ref)
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		b.Fatal(err)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,16 +27,11 @@ func BenchmarkSync(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					args := []string{"sync", "--name", "bench", "--image", img.ref,
-						"--plain-http", f.registry.Host, "--no-docker-config", "--log-level", "warn"}
-					env := append(os.Environ(), "CATALOGSYNC_PRINT_PEAK_RSS=1")
+					to := store{prefix: fmt.Sprintf("sync-%s-%d-%d", c.name, b.N, i)}
 					if backend == "fs" {
-						args = append(args, "--store", b.TempDir())
-					} else {
-						env = append(env, s3Env(f, fmt.Sprintf("sync-%s-%d-%d", c.name, b.N, i))...)
+						to = store{dir: b.TempDir()}
 					}
-					cmd := exec.Command(f.bin, args...)
-					cmd.Env = env
+					cmd := f.syncCmd(img.ref, to)
 					var stdout, stderr bytes.Buffer
 					cmd.Stderr = &stderr
 					cmd.Stdout = &stdout
@@ -103,13 +96,8 @@ func syncPhases(stdout string) map[string]time.Duration {
 // rusage would include this benchmark's own high-water mark, which Linux
 // carries across exec.
 func peakRSS(b *testing.B, stderr string) int64 {
-	for _, line := range strings.Split(stderr, "\n") {
-		if v, ok := strings.CutPrefix(line, "peak-rss-kib "); ok {
-			kib, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err == nil {
-				return kib << 10
-			}
-		}
+	if v := peakRSSOf(stderr); v > 0 {
+		return v
 	}
 	b.Fatalf("no peak-rss-kib line in:\n%s", stderr)
 	return 0

@@ -85,6 +85,7 @@ func (r *Report) shortReason(why, suffix string) string {
 
 const (
 	syncBench   = "BenchmarkSync/"
+	incrBench   = "BenchmarkSyncIncremental/"
 	coldBench   = "BenchmarkColdStart/"
 	wrkBench    = "BenchmarkMetasWrk/"
 	stormBench  = "BenchmarkWebhookStorm"
@@ -239,8 +240,9 @@ func (r *Report) SyncTable() string {
 }
 
 // RSSTable: the sync process's peak RSS by catalog size, against tiny's.
+// Each figure is the highest of the benchmark's iterations.
 func (r *Report) RSSTable() string {
-	return r.bySize("peak RSS", syncBench, "peak-RSS-MiB")
+	return r.bySize("peak RSS (max)", syncBench, "peak-RSS-MiB")
 }
 
 // ColdStartTable: process start to the first metas answer, by size,
@@ -310,8 +312,13 @@ func firstNonEmpty(s ...string) string {
 }
 
 // Phases lists the phase durations a sync benchmark reported.
-func (r *Report) Phases(name string) string {
-	res, why := r.Run.Status(syncBench + name)
+func (r *Report) Phases(name string) string { return r.phases(syncBench + name) }
+
+// IncrementalPhases lists those of an incremental sync benchmark.
+func (r *Report) IncrementalPhases(name string) string { return r.phases(incrBench + name) }
+
+func (r *Report) phases(name string) string {
+	res, why := r.Run.Status(name)
 	if res == nil {
 		return r.reason(why)
 	}
@@ -325,6 +332,76 @@ func (r *Report) Phases(name string) string {
 		return "not reported"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// incrementalTargets are the issue's targets in × the gunzip floor: the
+// incremental sync's and the full one's (0: none).
+var incrementalTargets = map[string][2]float64{
+	"community-v4.21": {2, 0},
+	"generated-x16":   {1.3, 1.6},
+}
+
+// rssTarget is the peak RSS every sync must stay under, in MiB.
+const rssTarget = 64
+
+// IncrementalTable: the sync of a catalog's second version, one package
+// changed, into a store holding the first, beside the full sync of the
+// same catalog (BenchmarkSync) from the same run.
+func (r *Report) IncrementalTable() string {
+	var rows [][]string
+	for _, c := range catalogs {
+		if c.name == "tiny" {
+			continue
+		}
+		for _, st := range stores {
+			name, full := incrBench+c.name+"/"+st.key, syncBench+c.name+"/"+st.key
+			if why := r.missing(name); why != "" {
+				rows = append(rows, []string{c.name, r.size(c.name), st.name, r.reason(why)})
+				continue
+			}
+			rows = append(rows, []string{c.name, r.size(c.name), st.name,
+				r.cell(full, "ns/op"), r.cell(full, "x-floor"),
+				r.cell(name, "ns/op"), r.cell(name, "x-floor"), r.reused(name),
+				r.cell(name, "peak-RSS-MiB"), r.verdict(c.name, name, full)})
+		}
+	}
+	return table([]string{"catalog", "size", "store", "full sync", "× floor", "incremental sync", "× floor (v2's layer)", "files reused", "peak RSS (max)", "targets"}, rows)
+}
+
+// reused is "M of N" files, or "0" when the sync reported no files line.
+func (r *Report) reused(name string) string {
+	n, _ := r.Run.Value(name, "files")
+	m, _ := r.Run.Value(name, "reused-files")
+	if n == 0 {
+		return fmt.Sprintf("%.0f (no count reported)", m)
+	}
+	return fmt.Sprintf("%.0f of %.0f", m, n)
+}
+
+// verdict says whether the row meets its targets: × floor of the
+// incremental and the full sync where the issue sets one, and peak RSS.
+func (r *Report) verdict(catalog, incr, full string) string {
+	var parts []string
+	check := func(what, name, unit string, limit float64, format string) {
+		v, ok := r.Run.Value(name, unit)
+		switch {
+		case !ok:
+			parts = append(parts, fmt.Sprintf(what+" ≤ "+format+": n/a", limit))
+		case v <= limit:
+			parts = append(parts, fmt.Sprintf(what+" ≤ "+format+": met", limit))
+		default:
+			parts = append(parts, fmt.Sprintf(what+" ≤ "+format+": **not met**", limit))
+		}
+	}
+	t := incrementalTargets[catalog]
+	if t[0] > 0 {
+		check("incremental", incr, "x-floor", t[0], "%g×")
+	}
+	if t[1] > 0 {
+		check("full", full, "x-floor", t[1], "%g×")
+	}
+	check("RSS", incr, "peak-RSS-MiB", rssTarget, "%g MiB")
+	return strings.Join(parts, "; ")
 }
 
 // WrkTable: req/s and p99 of each metas query, against /healthz.

@@ -31,6 +31,7 @@ func TestParse(t *testing.T) {
 		{"BenchmarkSync/tiny/fs", "peak-RSS-MiB", 28.18},
 		{"BenchmarkSync/generated-x16/s3", "x-floor", 2.866},
 		{"BenchmarkSync/generated-x16/fs", "pulling-ms", 1440},
+		{"BenchmarkSyncIncremental/generated-x16/fs", "reused-files", 527},
 		{"BenchmarkMetasWrk/generated-x16/fs/package/identity", "req/s", 23356},
 		{"BenchmarkWebhookStorm", "max-syncs", 2},
 		{"BenchmarkStatusLatency/write-watch-floor", "lat-mean-ms", 2},
@@ -64,7 +65,7 @@ func TestParse(t *testing.T) {
 	if len(run.PkgFail) != 1 || run.PkgFail[0] != "github.com/catalogsync/catalogsync/bench" {
 		t.Errorf("failed packages %v", run.PkgFail)
 	}
-	if len(run.Skipped) != 2 {
+	if len(run.Skipped) != 3 {
 		t.Errorf("skips %v: a BENCH log must not count", run.Skipped)
 	}
 }
@@ -138,6 +139,14 @@ func TestRender(t *testing.T) {
 		// peak RSS against tiny
 		"| generated-x16 | 216.0 MB | 58 MiB | 2.06× | 62 MiB | 2.07× |",
 		"| tiny | 2.1 KB | not run | – | not run | – |",
+		// peak RSS is the maximum of the iterations, and says so
+		"| catalog | size | fs peak RSS (max) | × tiny | MinIO peak RSS (max) | × tiny |",
+		// incremental against the full sync and the floor, with the targets
+		"| generated-x16 | 216.0 MB | fs | 1.79 s | 2.07× | 1.10 s | 1.26× | 527 of 528 | 61 MiB | incremental ≤ 1.3×: met; full ≤ 1.6×: **not met**; RSS ≤ 64 MiB: met |",
+		"| generated-x16 | 216.0 MB | MinIO | 2.33 s | 2.87× | 1.50 s | 1.72× | 0 (no count reported) | 66 MiB | incremental ≤ 1.3×: **not met**; full ≤ 1.6×: **not met**; RSS ≤ 64 MiB: **not met** |",
+		"| community-v4.21 | – | fs | skipped (as above) |",
+		"| generated-x4 | – | MinIO | not run |",
+		"iterations): pulling 900 ms.",
 		// wrk against /healthz, and flatness
 		"| `/healthz` (baseline) | – | fs | 52,000 | 900 µs |  |  | 1.00× |",
 		"| `?package=kepler-operator-copy8` | generated-x16 | fs | 23,356 | 7.80 ms | not run | not run | 0.45× |",

@@ -68,6 +68,17 @@ type Layer struct {
 	FromDir     string
 	DirPrefix   string // folder inside the layer for FromDir's files, e.g. "/configs"
 	Compression string // Gzip (when empty), Zstd or None
+	// Pushed, when set, is a layer already in the target repository (see
+	// PushedLayers): Push refers to it and builds nothing, so an image can
+	// be a big pushed layer plus a small new one on top.
+	Pushed *PushedLayer
+}
+
+// PushedLayer is a layer blob already in a repository and the digest of
+// its uncompressed tar (the image config's diff ID).
+type PushedLayer struct {
+	Descriptor descriptor.Descriptor
+	DiffID     digest.Digest
 }
 
 // Image is an image to push.
@@ -125,6 +136,10 @@ func Push(ctx context.Context, rc *regclient.RegClient, refStr string, img Image
 	layers := make([]descriptor.Descriptor, len(img.Layers))
 	diffIDs := make([]digest.Digest, len(img.Layers))
 	for i, l := range img.Layers {
+		if l.Pushed != nil {
+			layers[i], diffIDs[i] = l.Pushed.Descriptor, l.Pushed.DiffID
+			continue
+		}
 		layers[i], diffIDs[i], err = pushLayer(ctx, rc, r, l)
 		if err != nil {
 			return "", fmt.Errorf("imagebuild: layer %d: %w", i, err)
@@ -169,6 +184,44 @@ func Push(ctx context.Context, rc *regclient.RegClient, refStr string, img Image
 		Manifests: children,
 	}, false)
 	return d.Digest.String(), err
+}
+
+// PushedLayers returns the layers of a single-platform image with their
+// diff IDs, to build another image of the same repository on them.
+func PushedLayers(ctx context.Context, rc *regclient.RegClient, refStr string) ([]PushedLayer, error) {
+	r, err := ref.New(refStr)
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: %w", err)
+	}
+	m, err := rc.ManifestGet(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: %w", err)
+	}
+	im, ok := m.(manifest.Imager)
+	if !ok || m.IsList() {
+		return nil, fmt.Errorf("imagebuild: %s is not a single-platform image", refStr)
+	}
+	layers, err := im.GetLayers()
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: %w", err)
+	}
+	cd, err := im.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: %w", err)
+	}
+	cfg, err := rc.BlobGetOCIConfig(ctx, r, cd)
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: config: %w", err)
+	}
+	diffIDs := cfg.GetConfig().RootFS.DiffIDs
+	if len(diffIDs) != len(layers) {
+		return nil, fmt.Errorf("imagebuild: %s: %d layers, %d diff IDs", refStr, len(layers), len(diffIDs))
+	}
+	out := make([]PushedLayer, len(layers))
+	for i, l := range layers {
+		out[i] = PushedLayer{Descriptor: descriptor.Descriptor{MediaType: l.MediaType, Digest: l.Digest, Size: l.Size}, DiffID: diffIDs[i]}
+	}
+	return out, nil
 }
 
 // putManifest pushes m, a v1.Manifest or v1.Index, and returns its

@@ -548,3 +548,38 @@ func TestPushStreamsLargeLayers(t *testing.T) {
 		t.Fatalf("heap grew by %d bytes while pushing a %d byte layer", grew, size)
 	}
 }
+
+// An image can reuse a pushed layer and add a small one on top: the base
+// layer is referred to as it is (same descriptor and diff ID), not built
+// again.
+func TestPushOnPushedLayers(t *testing.T) {
+	ctx := context.Background()
+	rc := imagebuild.NewRegClient()
+	layout := "ocidir://" + filepath.Join(t.TempDir(), "l")
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "pkg"), 0o755)
+	os.WriteFile(filepath.Join(dir, "pkg", "catalog.yaml"), []byte("schema: olm.package\nname: pkg\n"), 0o644)
+	if _, err := imagebuild.Push(ctx, rc, layout+":base", imagebuild.FromDir(dir, "/configs")); err != nil {
+		t.Fatal(err)
+	}
+	base, err := imagebuild.PushedLayers(ctx, rc, layout+":base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	basePulled := pull(t, rc, layout+":base")
+	if len(base) != 1 || base[0].Descriptor.Digest != basePulled.manifest.Layers[0].Digest || base[0].DiffID != basePulled.config.RootFS.DiffIDs[0] {
+		t.Fatalf("PushedLayers = %+v, the image has %+v / %v", base, basePulled.manifest.Layers, basePulled.config.RootFS.DiffIDs)
+	}
+	top := imagebuild.Layer{Entries: []imagebuild.Entry{{Name: "configs/pkg/catalog.yaml", Body: []byte("schema: olm.package\nname: pkg2\n")}}}
+	img := imagebuild.Image{Layers: []imagebuild.Layer{{Pushed: &base[0]}, top}, Labels: map[string]string{imagebuild.ConfigsLabel: "/configs"}}
+	if _, err := imagebuild.Push(ctx, rc, layout+":v2", img); err != nil {
+		t.Fatal(err)
+	}
+	p := pull(t, rc, layout+":v2")
+	if len(p.layers) != 2 || p.manifest.Layers[0].Digest != base[0].Descriptor.Digest || p.config.RootFS.DiffIDs[0] != base[0].DiffID {
+		t.Fatalf("layers %+v, diff IDs %v", p.manifest.Layers, p.config.RootFS.DiffIDs)
+	}
+	if got := p.layers[1]; len(got) != 1 || string(got[0].Body) != "schema: olm.package\nname: pkg2\n" {
+		t.Fatalf("top layer %+v", got)
+	}
+}
