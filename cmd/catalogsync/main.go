@@ -37,6 +37,7 @@ const (
 )
 
 func main() {
+	samplePeakAnon()
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
