@@ -70,6 +70,7 @@ type Metrics struct {
 	syncDuration  *prometheus.HistogramVec
 	phaseDuration *prometheus.HistogramVec
 	bytesPulled   prometheus.Counter
+	files         *prometheus.CounterVec
 	webhooks      *prometheus.CounterVec
 	httpRequests  *prometheus.CounterVec
 	httpDuration  *prometheus.HistogramVec
@@ -106,6 +107,10 @@ func New() *Metrics {
 			Namespace: namespace, Name: "sync_pulled_bytes_total",
 			Help: "Compressed layer bytes pulled from registries by successful syncs.",
 		}),
+		files: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "sync_files_total",
+			Help: "FBC files of the catalogs successful syncs published, by how: parsed, or reused from the content published before.",
+		}, []string{"how"}),
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "webhook_events_total",
 			Help: "Webhook notifications and CloudEvents (source cloudevents) received by source and outcome.",
@@ -126,7 +131,7 @@ func New() *Metrics {
 		}, []string{"op", "outcome"}),
 	}
 	reg.MustRegister(
-		m.syncs, m.syncsRunning, m.syncDuration, m.phaseDuration, m.bytesPulled,
+		m.syncs, m.syncsRunning, m.syncDuration, m.phaseDuration, m.bytesPulled, m.files,
 		m.webhooks, m.httpRequests, m.httpDuration, m.storageOps,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

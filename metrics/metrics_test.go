@@ -265,6 +265,13 @@ func TestMetricsAfterSync(t *testing.T) {
 	if v := sc.one(t, "catalogsync_sync_pulled_bytes_total", nil).GetCounter().GetValue(); v != float64(op.Result.BytesPulled) || v <= 0 {
 		t.Fatalf("pulled bytes %v, the sync says %d", v, op.Result.BytesPulled)
 	}
+	// A first sync parses every file.
+	if v := sc.one(t, "catalogsync_sync_files_total", map[string]string{"how": "parsed"}).GetCounter().GetValue(); v != float64(op.Result.Files) || v <= 0 {
+		t.Fatalf("parsed files %v, the sync says %d", v, op.Result.Files)
+	}
+	if v := sc.one(t, "catalogsync_sync_files_total", map[string]string{"how": "reused"}).GetCounter().GetValue(); v != 0 {
+		t.Fatalf("reused files %v on a first sync", v)
+	}
 
 	// Storage operations by op and outcome: the sync wrote content and
 	// swapped the pointer; reads found what exists and what does not.

@@ -46,6 +46,8 @@ func (o *syncObserver) Observe(e pipeline.Event) {
 				o.m.phaseDuration.WithLabelValues(string(ph)).Observe(d.Seconds())
 			}
 			o.m.bytesPulled.Add(float64(r.BytesPulled))
+			o.m.files.WithLabelValues("parsed").Add(float64(r.Files - r.FilesReused))
+			o.m.files.WithLabelValues("reused").Add(float64(r.FilesReused))
 		}
 	case pipeline.PhaseFailed:
 		start, ok := o.finished(e.Catalog)

@@ -104,6 +104,8 @@ type SyncResult struct {
 	VerifiedBy      string             `json:"verifiedBy,omitempty"`
 	Objects         int                `json:"objects,omitempty"`
 	BytesPulled     int64              `json:"bytesPulled"`
+	Files           int                `json:"files,omitempty"`
+	FilesReused     int                `json:"filesReused,omitempty"`
 	DurationSeconds float64            `json:"durationSeconds"`
 	Phases          map[string]float64 `json:"phases"`
 }
@@ -168,7 +170,7 @@ func resultView(r *pipeline.Result) *SyncResult {
 	}
 	v := &SyncResult{
 		Action: string(r.Action), Image: r.Image, Digest: r.Digest, ResolvedRef: r.ResolvedRef, Mirror: r.Mirror, VerifiedBy: r.VerifiedBy,
-		Objects: r.Meta.Objects, BytesPulled: r.BytesPulled,
+		Objects: r.Meta.Objects, BytesPulled: r.BytesPulled, Files: r.Files, FilesReused: r.FilesReused,
 		DurationSeconds: *seconds(r.Duration), Phases: make(map[string]float64, len(r.Phases)),
 	}
 	for ph, d := range r.Phases {
