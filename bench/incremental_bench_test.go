@@ -32,8 +32,8 @@ var incrementalCatalogs = []string{"community-v4.21", "generated-x4", "generated
 // v2 is rebuilt whole, one layer like v1, as a catalog's CI does. Each
 // iteration takes a fresh store (a temp folder, or a fresh MinIO prefix),
 // syncs v1 untimed, flushes the disks, then times the sync of v2 under
-// the same --name. The floor is the gunzip of v2's layer; peak RSS is the
-// highest of both syncs of every iteration.
+// the same --name. The floor is the gunzip of v2's layer; peak RSS and
+// peak anon are the highest of both syncs of every iteration.
 func BenchmarkSyncIncremental(b *testing.B) {
 	for _, name := range incrementalCatalogs {
 		for _, backend := range []string{"fs", "s3"} {
@@ -48,7 +48,7 @@ func benchIncremental(b *testing.B, name, backend string) {
 	v2 := f.changedImage(b, name)
 	floor := gunzipFloor(b, v2.layerFile)
 	b.SetBytes(v2.fbcBytes)
-	var rss int64
+	var rss, anon int64
 	var files, reused int
 	phases := map[string]time.Duration{}
 	b.ResetTimer()
@@ -56,7 +56,8 @@ func benchIncremental(b *testing.B, name, backend string) {
 		b.StopTimer()
 		to := f.freshStore(b, backend, fmt.Sprintf("incr-%s-%s-%d-%d", name, backend, b.N, i))
 		first := f.sync(b, v1.ref, to)
-		rss = max(rss, first.rss)
+		rss = max(rss, peakRSS(b, first.stderr))
+		anon = max(anon, peakAnon(b, first.stderr))
 		flushDisks() // v1's writes are not left for the timed sync to wait on
 		cmd := f.syncCmd(v2.ref, to)
 		var stdout, stderr bytes.Buffer
@@ -68,6 +69,7 @@ func benchIncremental(b *testing.B, name, backend string) {
 			b.Fatalf("sync of v2: %v\n%s", err, tail(stderr.String()))
 		}
 		rss = max(rss, peakRSS(b, stderr.String()))
+		anon = max(anon, peakAnon(b, stderr.String()))
 		n, m := syncFiles(stdout.String())
 		if n > 0 && m != n-1 {
 			b.Logf("iteration %d reused %d of %d files; all but the changed one could be", i, m, n)
@@ -83,6 +85,7 @@ func benchIncremental(b *testing.B, name, backend string) {
 	wall := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(float64(v2.fbcBytes)/1e6, "catalog-MB")
 	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(anon)/(1<<20), "peak-anon-MiB")
 	b.ReportMetric(floor.Seconds(), "gunzip-floor-s")
 	b.ReportMetric(wall/floor.Seconds(), "x-floor")
 	b.ReportMetric(float64(files)/float64(b.N), "files")
@@ -137,9 +140,8 @@ func (f *fixture) syncCmd(image string, to store, env ...string) *exec.Cmd {
 
 // syncOut is what one untimed sync printed.
 type syncOut struct {
-	stdout        string
-	rss           int64
-	files, reused int
+	stdout, stderr string
+	files, reused  int
 }
 
 // sync runs syncCmd to its end and fails tb when it fails.
@@ -160,7 +162,7 @@ func (f *fixture) trySync(image string, to store, env ...string) (syncOut, error
 	if err := cmd.Run(); err != nil {
 		return syncOut{}, fmt.Errorf("sync %s: %w\n%s", image, err, tail(stderr.String()))
 	}
-	out := syncOut{stdout: stdout.String(), rss: peakRSSOf(stderr.String())}
+	out := syncOut{stdout: stdout.String(), stderr: stderr.String()}
 	out.files, out.reused = syncFiles(out.stdout)
 	return out, nil
 }
@@ -182,16 +184,26 @@ func syncFiles(stdout string) (files, reused int) {
 	return files, reused
 }
 
-var rssLine = regexp.MustCompile(`(?m)^peak-rss-kib (\d+)\s*$`)
+var (
+	rssLine  = regexp.MustCompile(`(?m)^peak-rss-kib (\d+)\s*$`)
+	anonLine = regexp.MustCompile(`(?m)^peak-anon-kib (\d+)\s*$`)
+)
 
 // peakRSSOf is peakRSS without a test to fail: 0 when it is missing.
 func peakRSSOf(stderr string) int64 {
-	m := rssLine.FindStringSubmatch(stderr)
+	v, _ := kibOf(rssLine, stderr)
+	return v
+}
+
+// kibOf is the KiB figure of the line re matches, in bytes; false when
+// stderr has no such line.
+func kibOf(re *regexp.Regexp, stderr string) (int64, bool) {
+	m := re.FindStringSubmatch(stderr)
 	if m == nil {
-		return 0
+		return 0, false
 	}
 	kib, _ := strconv.ParseInt(m[1], 10, 64)
-	return kib << 10
+	return kib << 10, true
 }
 
 // changedImage pushes the catalog's v2 (once per test binary): v1's files

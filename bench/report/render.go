@@ -239,29 +239,43 @@ func (r *Report) SyncTable() string {
 	return table([]string{"catalog", "size", "store", "wall", "MB/s", "gunzip floor (baseline)", "× floor"}, rows)
 }
 
-// RSSTable: the sync process's peak RSS by catalog size, against tiny's.
-// Each figure is the highest of the benchmark's iterations.
+// RSSTable: the sync process's peak RSS by catalog size, against tiny's:
+// VmHWM and the sampled anonymous peak. Each figure is the highest of the
+// benchmark's iterations.
 func (r *Report) RSSTable() string {
-	return r.bySize("peak RSS (max)", syncBench, "peak-RSS-MiB")
+	return r.bySize(syncBench, metric{"VmHWM (max)", rssUnit}, metric{"anon peak (max)", anonUnit})
 }
 
 // ColdStartTable: process start to the first metas answer, by size,
 // against tiny's.
 func (r *Report) ColdStartTable() string {
-	return r.bySize("cold start", coldBench, "cold-start-ms")
+	return r.bySize(coldBench, metric{"cold start", "cold-start-ms"})
 }
 
-func (r *Report) bySize(what, prefix, unit string) string {
+// metric is a column of a table: its heading and the unit it shows.
+type metric struct{ what, unit string }
+
+// bySize has a row per catalog and, per store, each metric beside its
+// ratio to tiny's.
+func (r *Report) bySize(prefix string, ms ...metric) string {
+	header := []string{"catalog", "size"}
+	for _, st := range stores {
+		for _, m := range ms {
+			header = append(header, st.name+" "+m.what, "× tiny")
+		}
+	}
 	var rows [][]string
 	for _, c := range catalogs {
 		row := []string{c.name, r.size(c.name)}
 		for _, st := range stores {
 			name := prefix + c.name + "/" + st.key
-			row = append(row, r.cell(name, unit), r.ratio(name, prefix+"tiny/"+st.key, unit))
+			for _, m := range ms {
+				row = append(row, r.cell(name, m.unit), r.ratio(name, prefix+"tiny/"+st.key, m.unit))
+			}
 		}
 		rows = append(rows, row)
 	}
-	return table([]string{"catalog", "size", "fs " + what, "× tiny", "MinIO " + what, "× tiny"}, rows)
+	return table(header, rows)
 }
 
 // ratio is a/b of one metric as "1.23×", or "–".
@@ -341,8 +355,16 @@ var incrementalTargets = map[string][2]float64{
 	"generated-x16":   {1.3, 1.6},
 }
 
-// rssTarget is the peak RSS every sync must stay under, in MiB.
+// rssTarget is the peak RSS every sync must stay under, in MiB; it is
+// checked against both figures a sync reports.
 const rssTarget = 64
+
+// The sync's two peaks: VmHWM, which counts the executable's mapped
+// pages, and the sampled anonymous resident memory.
+const (
+	rssUnit  = "peak-RSS-MiB"
+	anonUnit = "peak-anon-MiB"
+)
 
 // IncrementalTable: the sync of a catalog's second version, one package
 // changed, into a store holding the first, beside the full sync of the
@@ -362,10 +384,11 @@ func (r *Report) IncrementalTable() string {
 			rows = append(rows, []string{c.name, r.size(c.name), st.name,
 				r.cell(full, "ns/op"), r.cell(full, "x-floor"),
 				r.cell(name, "ns/op"), r.cell(name, "x-floor"), r.reused(name),
-				r.cell(name, "peak-RSS-MiB"), r.verdict(c.name, name, full)})
+				r.cell(name, rssUnit), r.cell(name, anonUnit), r.verdict(c.name, name, full)})
 		}
 	}
-	return table([]string{"catalog", "size", "store", "full sync", "× floor", "incremental sync", "× floor (v2's layer)", "files reused", "peak RSS (max)", "targets"}, rows)
+	return table([]string{"catalog", "size", "store", "full sync", "× floor", "incremental sync", "× floor (v2's layer)", "files reused",
+		"VmHWM (max)", "anon peak (max)", "targets"}, rows)
 }
 
 // reused is "M of N" files, or "0" when the sync reported no files line.
@@ -379,7 +402,8 @@ func (r *Report) reused(name string) string {
 }
 
 // verdict says whether the row meets its targets: × floor of the
-// incremental and the full sync where the issue sets one, and peak RSS.
+// incremental and the full sync where the issue sets one, and peak RSS,
+// both as VmHWM and as the anonymous peak.
 func (r *Report) verdict(catalog, incr, full string) string {
 	var parts []string
 	check := func(what, name, unit string, limit float64, format string) {
@@ -400,7 +424,8 @@ func (r *Report) verdict(catalog, incr, full string) string {
 	if t[1] > 0 {
 		check("full", full, "x-floor", t[1], "%g×")
 	}
-	check("RSS", incr, "peak-RSS-MiB", rssTarget, "%g MiB")
+	check("RSS", incr, rssUnit, rssTarget, "%g MiB (VmHWM)")
+	check("RSS", incr, anonUnit, rssTarget, "%g MiB (anonymous)")
 	return strings.Join(parts, "; ")
 }
 
