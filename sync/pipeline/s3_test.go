@@ -190,3 +190,75 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 		t.Fatalf("previous content gone: %v", err)
 	}
 }
+
+// s3RangedContentGET classifies ranged reads of a catalog.jsonl.
+func s3RangedContentGET(r *http.Request) string {
+	if r.Method == http.MethodGet && r.Header.Get("Range") != "" && strings.HasSuffix(r.URL.Path, "/catalog.jsonl") {
+		return "RangedContentGET"
+	}
+	return servers.Other
+}
+
+// Incremental sync into MinIO: the unchanged files come from the published
+// catalog.jsonl in two ranged reads (before and after the changed file),
+// and the result is byte for byte a full sync's.
+func TestS3Incremental(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	m := servers.StartMinIO(t)
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3RangedContentGET))
+	newStore := func(bucket string) *s3.Store {
+		st, err := s3.New(ctx, s3.Config{Bucket: bucket, Endpoint: proxy.URL, Region: m.Region, PathStyle: true,
+			AccessKeyID: m.AccessKey, SecretAccessKey: m.SecretKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	srcs, err := source.New(source.WithDockerConfig(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srcs.Close()
+	v1 := t.TempDir()
+	src := filepath.Join(repoRoot(t), "testdata", "fbc", "community-v4.21-3pkgs", "configs")
+	if err := imagebuild.GenerateCopies(src, v1, 8); err != nil {
+		t.Fatal(err)
+	}
+	v2 := copyTree(t, v1)
+	changed := filepath.Join(v2, "copy4", "aws-neuron-operator", "catalog.yaml")
+	b, err := os.ReadFile(changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, changed, bytes.Replace(b, []byte("image: "), []byte("image: mirror.example/"), 1))
+
+	layout := filepath.Join(t.TempDir(), "layout")
+	ref := "ocidir://" + layout + ":v1"
+	rc := imagebuild.NewRegClient()
+	store := newStore(m.NewBucket(t))
+	pl := pipeline.New(srcs, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
+	for i, dir := range []string{v1, v2} {
+		if _, err := imagebuild.Push(ctx, rc, ref, imagebuild.FromDir(dir, "/configs")); err != nil {
+			t.Fatal(err)
+		}
+		proxy.ResetCounts()
+		res, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref})
+		if err != nil {
+			t.Fatalf("sync %d: %v", i+1, err)
+		}
+		if want := []int{0, res.Files - 1}[i]; res.FilesReused != want || res.Files != 24 {
+			t.Fatalf("sync %d: %d of %d files reused, want %d of 24", i+1, res.FilesReused, res.Files, want)
+		}
+	}
+	if n := proxy.Count("RangedContentGET"); n != 2 {
+		t.Fatalf("%d ranged reads of the published catalog.jsonl, want 2", n)
+	}
+	full := newStore(m.NewBucket(t))
+	if _, err := pipeline.New(srcs, full, pipeline.WithTempDir(t.TempDir())).Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(s3ReadAll(t, store, "c"), s3ReadAll(t, full, "c")) {
+		t.Fatal("incremental catalog differs from the full sync's")
+	}
+}
