@@ -256,6 +256,34 @@ func (w *Writer) Add(schema, pkg, name string, line []byte) error {
 	if w.err != nil {
 		return w.err
 	}
+	if err := w.add(schema, pkg, name, line); err != nil {
+		return err
+	}
+	w.gql.Observe(schema, line)
+	return nil
+}
+
+// AddShaped is Add for a line whose GraphQL shape the caller supplies:
+// after the lines of one file, MergeShape the shape of those lines.
+func (w *Writer) AddShaped(schema, pkg, name string, line []byte) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	return w.add(schema, pkg, name, line)
+}
+
+// MergeShape adds the shape of the lines added since the last Add or
+// MergeShape with AddShaped, as observing them would.
+func (w *Writer) MergeShape(s *gqlshape.Shape) {
+	if !w.closed && w.err == nil {
+		w.gql.Merge(s)
+	}
+}
+
+func (w *Writer) add(schema, pkg, name string, line []byte) error {
 	if len(line) == 0 || int64(len(line)) > maxLine || bytes.IndexByte(line, '\n') != len(line)-1 {
 		return fmt.Errorf("catalog: object %d (%s %s %s): %w", len(w.objs), schema, pkg, name, ErrInvalidLine)
 	}
@@ -265,7 +293,6 @@ func (w *Writer) Add(schema, pkg, name string, line []byte) error {
 		return w.err
 	}
 	w.objs = append(w.objs, object{w.intern(schema), w.intern(pkg), w.intern(name), int64(len(line))})
-	w.gql.Observe(schema, line)
 	w.size += int64(len(line))
 	return nil
 }

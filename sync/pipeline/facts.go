@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +17,9 @@ type fileFacts struct {
 	Off     int64    // its first object's offset in catalog.jsonl
 	Len     int64    // the bytes of its objects, which lie together
 	Objects []objFact
+	// Shape is the GraphQL shape of its objects (gqlshape JSON), merged
+	// in file order instead of observing every line again.
+	Shape []byte
 }
 
 // objFact is one object of a file, without its bytes.
@@ -39,6 +43,7 @@ type factsEnc struct{ b []byte }
 
 func (e *factsEnc) num(n uint64) { e.b = binary.AppendUvarint(e.b, n) }
 func (e *factsEnc) str(s string) { e.num(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *factsEnc) raw(b []byte) { e.num(uint64(len(b))); e.b = append(e.b, b...) }
 func (e *factsEnc) strs(ss []string) {
 	e.num(uint64(len(ss)))
 	for _, s := range ss {
@@ -60,6 +65,7 @@ func appendFacts(b []byte, f *fileFacts) []byte {
 		e.num(uint64(o.N))
 		e.ref(o.Ref)
 	}
+	e.raw(f.Shape)
 	b = binary.AppendUvarint(b, uint64(len(e.b)))
 	return append(b, e.b...)
 }
@@ -176,6 +182,10 @@ func decodeFacts(b []byte) (*fileFacts, error) {
 			d.fail()
 		}
 		total += o.N
+	}
+	if n := d.count(); n > 0 {
+		f.Shape = bytes.Clone(d.b[:n])
+		d.b = d.b[n:]
 	}
 	if d.err != nil || len(d.b) != 0 || f.Off < 0 || f.Len <= 0 || total != f.Len {
 		return nil, fmt.Errorf("%w: a record does not add up", errFacts)

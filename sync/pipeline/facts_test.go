@@ -21,6 +21,8 @@ func fill(v reflect.Value, seed *int) {
 		v.SetBool(true)
 	case reflect.Int, reflect.Int64:
 		v.SetInt(int64(*seed))
+	case reflect.Uint8:
+		v.SetUint(uint64(*seed))
 	case reflect.Slice:
 		s := reflect.MakeSlice(v.Type(), 2, 2)
 		for i := 0; i < 2; i++ {
@@ -85,10 +87,10 @@ func TestFactsDamagedRecords(t *testing.T) {
 		}
 	}
 	for _, bad := range []fileFacts{
-		{Off: 0, Len: 31, Objects: f.Objects},                           // lengths do not add up
-		{Off: 0, Len: 0},                                                // empty
-		{Off: 0, Len: 10, Objects: []objFact{{N: 0}, {N: 10}}},          // an empty line
-		{Off: -5, Len: 10, Objects: []objFact{{N: 10}}},                 // before the start
+		{Off: 0, Len: 31, Objects: f.Objects},                             // lengths do not add up
+		{Off: 0, Len: 0},                                                  // empty
+		{Off: 0, Len: 10, Objects: []objFact{{N: 0}, {N: 10}}},            // an empty line
+		{Off: -5, Len: 10, Objects: []objFact{{N: 10}}},                   // before the start
 		{Off: 0, Len: 10, Objects: []objFact{{N: 11}, {N: -1, Ref: nil}}}, // longer than the file
 	} {
 		r := appendFacts(nil, &bad)

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/catalog/gqlshape"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -41,6 +43,46 @@ func copyTree(t *testing.T, dir string) string {
 	return out
 }
 
+// shapeJSON is the GraphQL shape stored with name's published content.
+func (e *env) shapeJSON(name string) []byte {
+	e.t.Helper()
+	c, err := catalog.Open(context.Background(), e.store, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s, err := c.GraphQLShape(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b, err := s.Marshal()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// shapeOfLines observes every line of a catalog.jsonl in order: the
+// shape a sync must store.
+func shapeOfLines(t *testing.T, all []byte) []byte {
+	t.Helper()
+	s := gqlshape.New()
+	for _, line := range bytes.SplitAfter(all, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var o struct{ Schema string }
+		if err := json.Unmarshal(line, &o); err != nil {
+			t.Fatal(err)
+		}
+		s.Observe(o.Schema, line)
+	}
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // fullSync syncs image into a fresh store with a fresh pipeline: the
 // full path, to compare an incremental sync with.
 func (e *env) fullSync(image string) (pipeline.Result, []byte, error) {
@@ -55,6 +97,7 @@ func (e *env) fullSync(image string) (pipeline.Result, []byte, error) {
 	if err != nil {
 		return res, nil, err
 	}
+	e.fullShape = full.shapeJSON("c")
 	return res, full.all("c"), nil
 }
 
@@ -101,6 +144,9 @@ func TestIncrementalOnePackageChanged(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) || res.Meta.SHA256 != full.Meta.SHA256 || res.Meta.Objects != full.Meta.Objects {
 				t.Fatalf("incremental catalog differs from the full sync's (%d vs %d bytes)", len(got), len(want))
+			}
+			if !bytes.Equal(e.shapeJSON("c"), e.fullShape) || !bytes.Equal(e.fullShape, shapeOfLines(t, want)) {
+				t.Fatalf("GraphQL shapes: incremental\n%s\nfull\n%s\nobserved line by line\n%s", e.shapeJSON("c"), e.fullShape, shapeOfLines(t, want))
 			}
 			if !bytes.Contains(got, []byte(`"image":"mirror.example/`)) {
 				t.Fatal("the changed file's objects are missing")

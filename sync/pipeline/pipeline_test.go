@@ -32,6 +32,8 @@ type env struct {
 	reg   *servers.Registry
 	proxy *servers.Proxy
 	pl    *pipeline.Pipeline
+	// fullShape is the GraphQL shape of the last fullSync, as stored.
+	fullShape []byte
 }
 
 // newEnv starts a real registry behind a counting proxy and a pipeline

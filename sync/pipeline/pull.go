@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/catalog/gqlshape"
 	"github.com/catalogsync/catalogsync/sync/fbc"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/unpack"
@@ -41,6 +42,9 @@ type fileResult struct {
 	// verifies reuse, which parses the file too.
 	reused  *fileFacts
 	checked bool // reused, and parsed too (WithVerifyReuse)
+	// shape is the GraphQL shape of the parsed objects (gqlshape JSON),
+	// discovered on the parse worker.
+	shape []byte
 }
 
 // spool holds parsed objects on local disk until the final file order is
@@ -192,7 +196,9 @@ func (pp *parsePool) parseOrReuse(ctx context.Context, buf []byte, seq int) *fil
 
 func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
 	fr := &fileResult{seq: seq}
+	shape := gqlshape.New()
 	fr.err = fbc.Parse(r, func(o fbc.Object) error {
+		shape.Observe(o.Schema, o.Blob)
 		off, err := pp.sp.append(o.Blob)
 		if err != nil {
 			pp.mu.Lock()
@@ -205,6 +211,9 @@ func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
 		fr.objs = append(fr.objs, rec)
 		return nil
 	})
+	if fr.err == nil {
+		fr.shape, fr.err = shape.Marshal()
+	}
 	return fr
 }
 

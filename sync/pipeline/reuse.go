@@ -12,6 +12,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/catalog/gqlshape"
 	"github.com/catalogsync/catalogsync/sync/fbc"
 )
 
@@ -189,10 +190,10 @@ type contentWrite struct {
 
 // file writes one file's objects and records its facts.
 func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) error {
-	facts := &fileFacts{Sum: fr.sum, Off: cw.w.Size()}
+	facts := &fileFacts{Sum: fr.sum, Off: cw.w.Size(), Shape: fr.shape}
 	var err error
 	if fr.reused != nil {
-		facts.Objects = fr.reused.Objects
+		facts.Objects, facts.Shape = fr.reused.Objects, fr.reused.Shape
 		err = cw.copyFile(ctx, path, fr)
 	} else {
 		facts.Objects = make([]objFact, len(fr.objs))
@@ -203,6 +204,9 @@ func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) e
 	}
 	if err != nil {
 		return err
+	}
+	if err := cw.mergeShape(facts.Shape); err != nil {
+		return reuseMismatch(path, err)
 	}
 	if facts.Len = cw.w.Size() - facts.Off; fr.hashed && facts.Len > 0 {
 		cw.summary = appendFacts(cw.summary, facts)
@@ -223,7 +227,7 @@ func (cw *contentWrite) spoolFile(fr *fileResult) error {
 		if err := cw.sp.readAt(b, o.off); err != nil {
 			return spoolError(PhaseIndexing, err)
 		}
-		if err := cw.w.Add(o.obj.Schema, o.obj.Package, o.obj.Name, b); err != nil {
+		if err := cw.w.AddShaped(o.obj.Schema, o.obj.Package, o.obj.Name, b); err != nil {
 			return storageError(PhaseIndexing, err)
 		}
 	}
@@ -243,6 +247,9 @@ func (cw *contentWrite) copyFile(ctx context.Context, path string, fr *fileResul
 	if fr.checked && len(fr.objs) != len(f.Objects) {
 		return reuseMismatch(path, fmt.Errorf("%d objects parsed, %d reused", len(fr.objs), len(f.Objects)))
 	}
+	if fr.checked && !bytes.Equal(fr.shape, f.Shape) {
+		return reuseMismatch(path, fmt.Errorf("its GraphQL shape differs: parsed %.200s, reused %.200s", fr.shape, f.Shape))
+	}
 	for i, o := range f.Objects {
 		b := cw.line(int(o.N))
 		if err := cw.earlier.read(b); err != nil {
@@ -253,7 +260,7 @@ func (cw *contentWrite) copyFile(ctx context.Context, path string, fr *fileResul
 				return reuseMismatch(path, fmt.Errorf("object %d: %w", i, err))
 			}
 		}
-		if err := cw.w.Add(o.Schema, o.Package, o.Name, b); err != nil {
+		if err := cw.w.AddShaped(o.Schema, o.Package, o.Name, b); err != nil {
 			return storageError(PhaseIndexing, err)
 		}
 	}
@@ -273,5 +280,15 @@ func (cw *contentWrite) compare(o objRec, f objFact, copied []byte) error {
 	if !bytes.Equal(parsed, copied) {
 		return fmt.Errorf("its bytes differ: parsed %.80q, copied %.80q", parsed, copied)
 	}
+	return nil
+}
+
+// mergeShape adds a file's GraphQL shape after its lines.
+func (cw *contentWrite) mergeShape(b []byte) error {
+	s, err := gqlshape.Unmarshal(b)
+	if err != nil {
+		return fmt.Errorf("its GraphQL shape: %w", err)
+	}
+	cw.w.MergeShape(s)
 	return nil
 }

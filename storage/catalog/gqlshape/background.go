@@ -22,6 +22,7 @@ type batch struct {
 	buf     []byte
 	schemas []string
 	ends    []int
+	merge   *Shape // the shape of the lines after buf's (see Merge)
 }
 
 // NewBackground starts a discovery goroutine; end it with Shape or Stop.
@@ -39,7 +40,19 @@ func (b *Background) run() {
 			b.shape.Observe(bt.schemas[i], bt.buf[start:end])
 			start = end
 		}
+		if bt.merge != nil {
+			b.shape.Merge(bt.merge)
+		}
 	}
+}
+
+// Merge queues the shape of lines the caller did not observe, in order
+// with the lines it did: the shape stored with a file a sync reused.
+func (b *Background) Merge(s *Shape) {
+	c := b.cur
+	c.merge = s
+	b.ch <- c
+	b.cur = &batch{}
 }
 
 // Observe queues one line (copied) for discovery.
