@@ -76,7 +76,7 @@ func newService(t *testing.T) *service {
 		{Name: "tiny", Image: reg.Host + "/tiny/catalog:v1"},
 		{Name: "down", Image: down + "/down/catalog:v1"},
 	}
-	eng := engine.New(pipeline.New(src, store, pipeline.WithTempDir(t.TempDir())), set, store,
+	eng := engine.New(pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)), set, store,
 		engine.WithSettle(0, 0), engine.WithObservers(m.SyncObserver()),
 		engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: time.Hour}))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -124,7 +124,7 @@ func newEnv(t *testing.T, store storage.Store, opts ...api.Option) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()))
+	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 	set := engine.StaticCatalogs{
 		{Name: tinyName, Image: reg.Host + "/tiny/catalog:v1", PollInterval: 10 * time.Minute},
 		{Name: slowName, Image: proxy.Host + "/tiny/catalog:v1"},
@@ -160,7 +160,7 @@ func storeOnlyEnv(t *testing.T, store storage.Store, opts ...api.Option) *env {
 	set := engine.StaticCatalogs{{Name: tinyName, Image: "registry.example.test/tiny/catalog:v1"}}
 	// Triggered syncs stay queued (an hour's settle) and are cancelled at
 	// the end: these tests look at answers, not at syncs.
-	eng := engine.New(pipeline.New(src, store), set, store, engine.WithSettle(time.Hour, time.Hour))
+	eng := engine.New(pipeline.New(src, store, pipeline.WithVerifyReuse(true)), set, store, engine.WithSettle(time.Hour, time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
 	eng.Start(ctx)
 	t.Cleanup(func() { cancel(); eng.Wait() })

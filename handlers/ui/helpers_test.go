@@ -68,7 +68,7 @@ func startServer(t testing.TB, store storage.Store, set engine.StaticCatalogs, p
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { src.Close() })
-		pl = pipeline.New(src, store)
+		pl = pipeline.New(src, store, pipeline.WithVerifyReuse(true))
 	}
 	// Nothing syncs unless a test triggers it.
 	eng := engine.New(pl, set, store, engine.WithSettle(0, 0))

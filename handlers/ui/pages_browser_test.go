@@ -83,7 +83,7 @@ func TestBrowserPages(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	store := newStore(t)
-	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()))
+	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 	set := engine.StaticCatalogs{{Name: "c3", Image: ref}, {Name: "slow", Image: proxy.Host + "/c3/catalog:v1"}}
 	srv := startServer(t, store, set, pl)
 	syncNow(t, srv.engine, "c3")

@@ -118,7 +118,7 @@ func (e *env) run(t *testing.T, image string) (pipeline.Result, error) {
 	e.mirProxy.ResetCounts()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return pipeline.New(e.src, st, pipeline.WithTempDir(t.TempDir())).Run(ctx, pipeline.Catalog{Name: "cat", Image: image})
+	return pipeline.New(e.src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(ctx, pipeline.Catalog{Name: "cat", Image: image})
 }
 
 func total(p *servers.Proxy) int {

@@ -93,7 +93,7 @@ func TestPullSecretAndCA(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { src.Close() })
-		return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithLogger(log))
+		return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true), pipeline.WithLogger(log))
 	}
 	image := reg.Host + "/acme/catalog:v1"
 	var errs []string

@@ -47,7 +47,7 @@ func (e *env) pipeline(opts ...pipeline.Option) *pipeline.Pipeline {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { src.Close() })
-	return pipeline.New(src, e.store, append([]pipeline.Option{pipeline.WithTempDir(e.t.TempDir())}, opts...)...)
+	return pipeline.New(src, e.store, append([]pipeline.Option{pipeline.WithTempDir(e.t.TempDir()), pipeline.WithVerifyReuse(true)}, opts...)...)
 }
 
 // push writes img to the registry directly (not through the proxy, so the

@@ -62,7 +62,7 @@ func (e *mirrorEnv) pipeline(t *testing.T, conf string) *pipeline.Pipeline {
 	}
 	e.srcProxy.ResetCounts()
 	e.mirProxy.ResetCounts()
-	return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()))
+	return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 }
 
 func (e *mirrorEnv) run(pl *pipeline.Pipeline, image string) (pipeline.Result, error) {

@@ -428,7 +428,7 @@ func TestMultiPlatformIndex(t *testing.T) {
 	}
 	src, _ := source.New(source.WithHosts(source.Host{Name: e.proxy.Host, PlainHTTP: true}), source.WithDockerConfig(false), source.WithPlatform("linux/ppc64le"))
 	defer src.Close()
-	_, err = pipeline.New(src, e.store).Run(context.Background(), pipeline.Catalog{Name: "multi-win", Image: ref})
+	_, err = pipeline.New(src, e.store, pipeline.WithVerifyReuse(true)).Run(context.Background(), pipeline.Catalog{Name: "multi-win", Image: ref})
 	if se, ok := pipeline.AsError(err); !ok || se.Reason != pipeline.ReasonNotCatalogImage || !strings.Contains(err.Error(), "linux/ppc64le") {
 		t.Fatalf("err = %v, want NotCatalogImage naming the platform", err)
 	}
@@ -489,7 +489,7 @@ func TestRegistryStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	pl := pipeline.New(src, e.store, pipeline.WithTempDir(t.TempDir()))
+	pl := pipeline.New(src, e.store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 	run := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -79,7 +79,7 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srcs.Close()
-	pl := pipeline.New(srcs, store, pipeline.WithTempDir(t.TempDir()))
+	pl := pipeline.New(srcs, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 
 	layout := filepath.Join(t.TempDir(), "layout")
 	ref := "ocidir://" + layout + ":v1"
@@ -255,7 +255,7 @@ func TestS3Incremental(t *testing.T) {
 		t.Fatalf("%d ranged reads of the published catalog.jsonl, want 2", n)
 	}
 	full := newStore(m.NewBucket(t))
-	if _, err := pipeline.New(srcs, full, pipeline.WithTempDir(t.TempDir())).Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil {
+	if _, err := pipeline.New(srcs, full, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(s3ReadAll(t, store, "c"), s3ReadAll(t, full, "c")) {

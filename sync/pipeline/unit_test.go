@@ -139,7 +139,7 @@ func newStore(t testing.TB) storage.Store {
 func newUnit(t *testing.T, opts ...pipeline.Option) (*fakeSource, storage.Store, *pipeline.Pipeline) {
 	t.Helper()
 	src, st := newFakeSource(), newStore(t)
-	return src, st, pipeline.New(src, st, append([]pipeline.Option{pipeline.WithTempDir(t.TempDir())}, opts...)...)
+	return src, st, pipeline.New(src, st, append([]pipeline.Option{pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)}, opts...)...)
 }
 
 func runOnce(t *testing.T, pl *pipeline.Pipeline, name, image string, obs ...pipeline.Observer) (pipeline.Result, error) {

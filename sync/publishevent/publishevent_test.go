@@ -79,7 +79,7 @@ func newPipeline(t *testing.T) *pipeline.Pipeline {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()))
+	return pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 }
 
 func sampleImage(t *testing.T) string {

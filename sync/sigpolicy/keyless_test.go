@@ -57,7 +57,7 @@ func newBundleBed(t *testing.T, rules []sigpolicy.Rule, catalogs map[string]sigp
 	if b.st, err = fs.New(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	b.pl = pipeline.New(src, b.st, pipeline.WithTempDir(t.TempDir()), pipeline.WithSignatureCheck(pol))
+	b.pl = pipeline.New(src, b.st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true), pipeline.WithSignatureCheck(pol))
 	return b
 }
 

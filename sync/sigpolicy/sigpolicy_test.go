@@ -122,7 +122,7 @@ func TestSignaturePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithSignatureCheck(pol))
+	pl := pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true), pipeline.WithSignatureCheck(pol))
 	run := func() (pipeline.Result, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -168,7 +168,7 @@ func startRegistry(t testing.TB) *registry {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	r.pl = pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()))
+	r.pl = pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 	return r
 }
 

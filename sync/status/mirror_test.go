@@ -68,7 +68,7 @@ func TestServingNamesMirrorRealAPIServer(t *testing.T) {
 	}
 	defer src.Close()
 	image := "src.example.test/acme/catalog:v1"
-	res, err := pipeline.New(src, r.store, pipeline.WithTempDir(t.TempDir())).Run(context.Background(), pipeline.Catalog{Name: "mirrored", Image: image})
+	res, err := pipeline.New(src, r.store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(context.Background(), pipeline.Catalog{Name: "mirrored", Image: image})
 	if err != nil || res.Mirror != mirror {
 		t.Fatalf("sync: %+v %v", res, err)
 	}
