@@ -33,7 +33,7 @@ import (
 
 const (
 	defaultStore           = ".catalogsync/store"
-	defaultSyncMemoryLimit = 40 << 20
+	defaultSyncMemoryLimit = 48 << 20
 )
 
 func main() {
