@@ -82,12 +82,7 @@ func benchIncremental(b *testing.B, name, backend string) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	wall := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(float64(v2.fbcBytes)/1e6, "catalog-MB")
-	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
-	b.ReportMetric(float64(anon)/(1<<20), "peak-anon-MiB")
-	b.ReportMetric(floor.Seconds(), "gunzip-floor-s")
-	b.ReportMetric(wall/floor.Seconds(), "x-floor")
+	reportSync(b, v2.fbcBytes, rss, anon, floor)
 	b.ReportMetric(float64(files)/float64(b.N), "files")
 	b.ReportMetric(float64(reused)/float64(b.N), "reused-files")
 	for ph, d := range phases {

@@ -273,6 +273,8 @@ func fbcDir(t *testing.T, files map[string]string) string {
 	return d
 }
 
+// twoHeads is package p whose channel has two heads (p.v2 replaces
+// nothing), with the bundles of incremental_test.go's bundlesP.
 const twoHeads = `---
 schema: olm.package
 name: p
@@ -284,23 +286,7 @@ name: stable
 entries:
 - name: p.v1
 - name: p.v2
----
-schema: olm.bundle
-name: p.v1
-package: p
-image: example/p:v1
-properties:
-- type: olm.package
-  value: {packageName: p, version: 1.0.0}
----
-schema: olm.bundle
-name: p.v2
-package: p
-image: example/p:v2
-properties:
-- type: olm.package
-  value: {packageName: p, version: 2.0.0}
-`
+` + bundlesP
 
 const onePackage = `{"schema":"olm.package","name":"q","defaultChannel":"s"}
 {"schema":"olm.channel","package":"q","name":"s","entries":[{"name":"q.v1"}]}
