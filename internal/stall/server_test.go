@@ -15,7 +15,10 @@ import (
 // it returns. One that reads slowly gets everything, and a kept-alive
 // connection idle for longer than d still serves its next request.
 func TestResponses(t *testing.T) {
-	const d = 500 * time.Millisecond
+	// d is long against the readers' pace (a MiB every d/10), so a busy
+	// machine that stalls the test's reader for a while is no stalled
+	// client.
+	const d = 2 * time.Second
 	chunk := bytes.Repeat([]byte("x"), 64<<10)
 	done := make(chan error, 1)
 	srv := httptest.NewServer(Responses(d)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +63,7 @@ func TestResponses(t *testing.T) {
 	}
 
 	// Slow, steady readers, of many writes and of one; each takes longer
-	// than d in all.
+	// than d in all (16 MiB at a MiB per d/10).
 	for _, path := range []string{"/slow", "/onewrite"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -76,7 +79,7 @@ func TestResponses(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: slow reader cut off after %d bytes: %v", path, got, err)
 			}
-			time.Sleep(d / 5)
+			time.Sleep(d / 10)
 		}
 		resp.Body.Close()
 		if got != 256*64<<10 {
@@ -96,6 +99,6 @@ func TestResponses(t *testing.T) {
 		if err != nil || len(b) != 4*64<<10 {
 			t.Fatalf("request %d: %d bytes, %v", i, len(b), err)
 		}
-		time.Sleep(3 * d)
+		time.Sleep(d + d/2)
 	}
 }
