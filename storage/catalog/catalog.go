@@ -250,13 +250,7 @@ func (w *Writer) intern(s string) uint32 {
 // matches them ("" when it has none) and its normalized JSON line, which
 // must end in its only "\n".
 func (w *Writer) Add(schema, pkg, name string, line []byte) error {
-	if w.closed {
-		return ErrClosed
-	}
-	if w.err != nil {
-		return w.err
-	}
-	if err := w.add(schema, pkg, name, line); err != nil {
+	if err := w.AddShaped(schema, pkg, name, line); err != nil {
 		return err
 	}
 	w.gql.Observe(schema, line)

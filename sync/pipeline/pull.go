@@ -182,7 +182,7 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 // parseOrReuse parses a file read whole, unless the published content
 // has the same bytes.
 func (pp *parsePool) parseOrReuse(ctx context.Context, buf []byte, seq int) *fileResult {
-	sum := hashFile(buf)
+	sum := sha256.Sum256(buf)
 	var fr *fileResult
 	if f := pp.reuse.lookup(ctx, sum); f != nil && !pp.verify {
 		fr = &fileResult{seq: seq, reused: f}
@@ -267,10 +267,9 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 	if a.prev != nil && a.prev.FilesSize > 0 {
 		pool.reuseFrom(a.p.loadReuse(ctx, *a.prev), a.p.verify)
 	}
-	if pool.stream, err = a.p.newStreamer(ctx, a.c.Name, a.res.Digest, a.prev); err != nil {
+	if pool.stream, err = a.p.newStreamer(ctx, a.c.Name, a.res.Digest, sp, a.prev); err != nil {
 		return catalog.Meta{}, err
 	}
-	pool.stream.cw.sp = sp
 	err = a.readLayers(ctx, img, u, pool)
 	pool.stream.stop()
 	if err != nil {
@@ -441,8 +440,7 @@ func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v va
 	if err != nil {
 		return nil, storageError(PhaseIndexing, err)
 	}
-	cw := newContentWrite(w, p.store, prev)
-	cw.sp = sp
+	cw := newContentWrite(w, p.store, sp, prev)
 	defer cw.close()
 	for _, file := range v.files {
 		if err := cw.file(ctx, file.Path, v.results[file.Content]); err != nil {

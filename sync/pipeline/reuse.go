@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -144,9 +143,6 @@ func sameFact(o objRec, f objFact) bool {
 	return bytes.Equal(a, b)
 }
 
-// hashFile is the key a file is summarised under.
-func hashFile(b []byte) [32]byte { return sha256.Sum256(b) }
-
 // addFacts feeds a reused file's objects to the validator, as parsing
 // them would, and returns how many there were.
 func addFacts(v *fbc.Validator, path string, f *fileFacts) int {
@@ -162,10 +158,10 @@ func reuseMismatch(path string, err error) error {
 	return &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Err: fmt.Errorf("incremental check: %s: %w", path, err)}
 }
 
-// newContentWrite writes into w, reading reused files from prev (nil:
-// none).
-func newContentWrite(w *catalog.Writer, s storage.Store, prev *catalog.Meta) *contentWrite {
-	cw := &contentWrite{w: w, sp: nil, buf: make([]byte, 0, 64<<10)}
+// newContentWrite writes into w, reading parsed files from sp and reused
+// ones from prev (nil: none).
+func newContentWrite(w *catalog.Writer, s storage.Store, sp *spool, prev *catalog.Meta) *contentWrite {
+	cw := &contentWrite{w: w, sp: sp, buf: make([]byte, 0, 64<<10)}
 	if prev != nil {
 		cw.earlier = &earlierLines{store: s, meta: *prev}
 	}

@@ -42,14 +42,14 @@ func (sl *slot) fill(fr *fileResult) {
 
 var errOutOfOrder = errors.New("files arrived out of walk order")
 
-// newStreamer starts writing the content of name at digest, reading reused
-// files from prev (nil: none).
-func (p *Pipeline) newStreamer(ctx context.Context, name, digest string, prev *catalog.Meta) (*streamer, error) {
+// newStreamer starts writing the content of name at digest, reading parsed
+// files from sp and reused ones from prev (nil: none).
+func (p *Pipeline) newStreamer(ctx context.Context, name, digest string, sp *spool, prev *catalog.Meta) (*streamer, error) {
 	w, err := catalog.NewWriter(ctx, p.store, name, digest)
 	if err != nil {
 		return nil, storageError(PhasePulling, err)
 	}
-	s := &streamer{slots: make(chan *slot, 1024), done: make(chan struct{}), cw: newContentWrite(w, p.store, prev)}
+	s := &streamer{slots: make(chan *slot, 1024), done: make(chan struct{}), cw: newContentWrite(w, p.store, sp, prev)}
 	go s.run(ctx)
 	return s, nil
 }
