@@ -234,9 +234,6 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// writerOnly hides os.File.ReadFrom, so the copy uses our larger buffer.
-type writerOnly struct{ io.Writer }
-
 // write streams r into a temp file next to key and renames it into place;
 // locked says the caller already holds the root lock.
 func (s *Store) write(ctx context.Context, key string, r io.Reader, locked bool) (storage.Info, error) {
@@ -252,7 +249,8 @@ func (s *Store) write(ctx context.Context, key string, r io.Reader, locked bool)
 		}
 	}()
 	buf := bufPool.Get().(*[]byte)
-	_, err = io.CopyBuffer(writerOnly{f}, ctxReader{ctx, r}, *buf)
+	// writeback also hides os.File.ReadFrom, so the copy uses our larger buffer.
+	_, err = io.CopyBuffer(&writeback{f: f}, ctxReader{ctx, r}, *buf)
 	bufPool.Put(buf)
 	if err != nil {
 		return storage.Info{}, fmt.Errorf("fs: put %q: %w", key, err)
