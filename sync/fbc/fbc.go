@@ -33,7 +33,8 @@ type Object struct {
 	// case-insensitively, as operator-registry reads them.
 	Schema, Package, Name string
 	// Blob is the object as catalogd serves it, ending in "\n". It is
-	// allocated for this object; the caller may keep it.
+	// allocated for this object and the caller may keep it, unless Parse
+	// was given BorrowBlobs.
 	Blob []byte
 	// Ref holds what validation needs; nil for schemas it does not know.
 	Ref *Ref

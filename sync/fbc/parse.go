@@ -20,13 +20,26 @@ import (
 // refuses it. Parse errors wrap ErrInvalid; an error from fn is returned
 // as is.
 // Parse is safe for concurrent use on different readers.
-func Parse(r io.Reader, fn func(Object) error) error {
+func Parse(r io.Reader, fn func(Object) error, opts ...ParseOption) error {
 	p := parsers.Get().(*parser)
-	p.fn = fn
+	p.fn, p.borrow = fn, false
+	for _, o := range opts {
+		o(p)
+	}
 	err := p.run(r)
 	p.release()
 	parsers.Put(p)
 	return err
+}
+
+// ParseOption changes how Parse hands objects out.
+type ParseOption func(*parser)
+
+// BorrowBlobs lends each Object's Blob from the parser's own buffer: it is
+// valid only until fn returns. A caller that copies the line elsewhere
+// (a file, a hash) spares an allocation the size of the catalog.
+func BorrowBlobs() ParseOption {
+	return func(p *parser) { p.borrow = true }
 }
 
 // parsers keeps buffers warm across files: a catalog sync parses many.
@@ -62,6 +75,7 @@ type parser struct {
 	fn     func(Object) error
 	docs   int // documents decoded so far
 	noFast bool
+	borrow bool // BorrowBlobs
 	// ambiguous counts objects whose reference output depends on Go map
 	// order (see arena.ambiguous); only the differential tests read it.
 	ambiguous int
@@ -347,8 +361,10 @@ func (p *parser) emit(line int, root node, schema, pkg, name string) error {
 	if p.a.ambiguous {
 		p.ambiguous++
 	}
-	blob := make([]byte, len(p.out))
-	copy(blob, p.out)
+	blob := p.out
+	if !p.borrow {
+		blob = bytes.Clone(p.out)
+	}
 	o := Object{Schema: schema, Package: pkg, Name: name, Blob: blob}
 	o.Ref = p.a.ref(root, schema)
 	return p.fn(o)

@@ -159,12 +159,14 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 	if err := pp.budget.Acquire(ctx, w); err != nil {
 		return err
 	}
-	buf := make([]byte, size)
+	buf := getFileBuf(size)
 	if _, err := io.ReadFull(r, buf); err != nil {
+		putFileBuf(buf)
 		pp.budget.Release(w)
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	if err := pp.workers.Acquire(ctx, 1); err != nil {
+		putFileBuf(buf)
 		pp.budget.Release(w)
 		return err
 	}
@@ -174,7 +176,9 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 		defer pp.wg.Done()
 		defer pp.budget.Release(w)
 		defer pp.workers.Release(1)
-		pp.keep(path, pp.parseOrReuse(ctx, buf, seq), sl)
+		fr := pp.parseOrReuse(ctx, buf, seq)
+		putFileBuf(buf)
+		pp.keep(path, fr, sl)
 	}()
 	return nil
 }
@@ -210,7 +214,7 @@ func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
 		rec.obj.Blob = nil
 		fr.objs = append(fr.objs, rec)
 		return nil
-	})
+	}, fbc.BorrowBlobs())
 	if fr.err == nil {
 		fr.shape, fr.err = shape.Marshal()
 	}
