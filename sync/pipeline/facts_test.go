@@ -126,3 +126,19 @@ func FuzzDecodeFacts(f *testing.F) {
 		}
 	})
 }
+
+// TestFactsFirstFileOneObject: the usual record, a file at the start of
+// catalog.jsonl holding one object, decodes (a decoder refusing offset 0
+// or an object as long as its file would silently lose reuse).
+func TestFactsFirstFileOneObject(t *testing.T) {
+	f := fileFacts{Off: 0, Len: 42, Shape: []byte(`{"format":1}`), Objects: []objFact{{Schema: fbc.SchemaPackage, Name: "p", N: 42, Ref: &fbc.Ref{DefaultChannel: "stable"}}}}
+	rec := appendFacts(nil, &f)
+	_, k := binary.Uvarint(rec)
+	got, err := decodeFacts(rec[k:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, &f) {
+		t.Fatalf("round trip\n got %+v\nwant %+v", got, &f)
+	}
+}

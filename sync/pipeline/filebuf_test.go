@@ -33,3 +33,19 @@ func TestFileBufNotPooledWhenOdd(t *testing.T) {
 		}
 	}
 }
+
+// TestFileBufReused: a buffer given back is handed out again for a file
+// of its size class (the point of the pool: a full sync reads the whole
+// catalog through these buffers). sync.Pool may drop it at a GC, so a few
+// tries are allowed.
+func TestFileBufReused(t *testing.T) {
+	for range 20 {
+		b := getFileBuf(5000)
+		p := &b[:1][0]
+		putFileBuf(b)
+		if c := getFileBuf(6000); &c[:1][0] == p {
+			return
+		}
+	}
+	t.Fatal("a buffer given back was never handed out again")
+}
