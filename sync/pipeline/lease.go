@@ -75,7 +75,7 @@ func (p *Pipeline) acquire(ctx context.Context, name string, obs []Observer) (*c
 		// one that missed a renewal by a second has probably died, and
 		// only then does a waiter say on whom it waits.
 		renewed := holder.Expires.Add(-ttl)
-		stalled := time.Since(renewed) > ttl/3+time.Second
+		stalled := p.now().Sub(renewed) > ttl/3+time.Second
 		NotifyWait(obs, Wait{Catalog: name, Reason: WaitLease, Holder: holder.Replica,
 			Renewed: renewed, Until: holder.Expires, Stalled: stalled})
 		waiting = true

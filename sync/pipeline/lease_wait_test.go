@@ -1,0 +1,79 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
+)
+
+// firstLeaseWait holds catalog "c" as another replica, then lets a
+// pipeline (lease TTL ttl, clock at the holder's last renewal plus since)
+// try to take it and returns the first wait it reports, with the record
+// of the holder's lease.
+func firstLeaseWait(t *testing.T, ttl, since time.Duration) (pipeline.Wait, catalog.LeaseRecord) {
+	t.Helper()
+	st := newStore(t)
+	held, rec, err := catalog.AcquireLease(context.Background(), st, "c", "", catalog.LeaseHolder{Replica: "other", Instance: "other-1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(context.Background())
+	effective := ttl
+	if effective <= 0 {
+		effective = catalog.DefaultLeaseTTL
+	}
+	renewed := rec.Expires.Add(-effective)
+	pl := pipeline.New(newFakeSource(), st, pipeline.WithTempDir(t.TempDir()), pipeline.WithLeaseTTL(ttl),
+		pipeline.WithClock(func() time.Time { return renewed.Add(since) }))
+	log := newPhaseLog()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := pl.HoldLease(ctx, "c", []pipeline.Observer{log})
+		done <- err
+	}()
+	waitUntil(t, "a lease wait", func() bool { return log.waitedOn("other") })
+	cancel()
+	if err := <-done; err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("HoldLease after cancel: %v", err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	return log.waits[0], rec
+}
+
+// TestUnitLeaseWaitRenewedAndStalled: a waiter reports when the holder
+// last renewed (its expiry less the TTL, the configured one or else the
+// default) and calls it stalled only once it missed a renewal (TTL/3) by
+// more than a second.
+func TestUnitLeaseWaitRenewedAndStalled(t *testing.T) {
+	const ttl = 30 * time.Second
+	for _, c := range []struct {
+		ttl, since time.Duration
+		stalled    bool
+	}{
+		{ttl, 0, false},
+		{ttl, ttl/3 - time.Second + time.Millisecond, false},
+		{ttl, ttl/3 + time.Second, false},
+		{ttl, ttl/3 + time.Second + time.Millisecond, true},
+		{0, catalog.DefaultLeaseTTL/3 + time.Second + time.Millisecond, true},
+		{0, catalog.DefaultLeaseTTL / 3, false},
+	} {
+		w, rec := firstLeaseWait(t, c.ttl, c.since)
+		effective := c.ttl
+		if effective == 0 {
+			effective = catalog.DefaultLeaseTTL
+		}
+		if !w.Renewed.Equal(rec.Expires.Add(-effective)) || !w.Until.Equal(rec.Expires) {
+			t.Errorf("ttl %v: renewed %v until %v; want %v and %v", c.ttl, w.Renewed, w.Until, rec.Expires.Add(-effective), rec.Expires)
+		}
+		if w.Stalled != c.stalled {
+			t.Errorf("ttl %v, %v after the renewal: stalled %v, want %v", c.ttl, c.since, w.Stalled, c.stalled)
+		}
+	}
+}
