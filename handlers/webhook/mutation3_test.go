@@ -1,0 +1,170 @@
+package webhook
+
+// Tests written for the mutants the third gremlins run found alive
+// (docs/testing.md).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// jsonRequest is a POST of body as application/json with extra headers.
+func jsonRequest(body string, header ...string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/hooks/t", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	return r
+}
+
+// Bug: Harbor CloudEvents redeliveries not deduplicated (no delivery id).
+func TestHarborDeliveryIDs(t *testing.T) {
+	h := newHarbor(ReceiverConfig{})
+	ce := loadFixture(t, "harbor-cloudevents-push")
+	want := []string{"/projects/3/webhook/policies/7#4b2f89a6-548d-4c12-9993-a1f5790b97d2"}
+	if got := h.DeliveryIDs(ce.request("/hooks/harbor"), ce.body); !slices.Equal(got, want) {
+		t.Errorf("CloudEvents: %q, want %q", got, want)
+	}
+	def := loadFixture(t, "harbor-push-artifact")
+	if got := h.DeliveryIDs(def.request("/hooks/harbor"), def.body); len(got) != 0 {
+		t.Errorf("default format: %q, want none", got)
+	}
+}
+
+// Bug: the wrong Harbor repository is triggered: repo_full_name must win,
+// namespace/name is only a fallback when both are given.
+func TestHarborRepository(t *testing.T) {
+	h := newHarbor(ReceiverConfig{Host: "harbor.example.test"})
+	parse := func(repo string) ([]Push, error) {
+		body := `{"type":"PUSH_ARTIFACT","event_data":{"resources":[{"tag":"v1"}],"repository":` + repo + `}}`
+		return h.Parse(jsonRequest(body), []byte(body))
+	}
+	for repo, want := range map[string]string{
+		`{"repo_full_name":"acme/team/cat","namespace":"acme","name":"cat"}`: "acme/team/cat",
+		`{"namespace":"acme","name":"cat"}`:                                  "acme/cat",
+	} {
+		if ps, err := parse(repo); err != nil || len(ps) != 1 || ps[0].Repository != want {
+			t.Errorf("%s: %+v %v, want %s", repo, ps, err, want)
+		}
+	}
+	for _, repo := range []string{`{"namespace":"acme"}`, `{"name":"cat"}`, `{}`} {
+		if _, err := parse(repo); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want malformed", repo, err)
+		}
+	}
+}
+
+// Bug: a Nexus signature with trailing junk after the right MAC is
+// accepted (the hex decodes with an error but 20 bytes).
+func TestNexusSignatureTrailingJunk(t *testing.T) {
+	const secret = "hook-test-secret"
+	body := []byte(`{"action":"CREATED"}`)
+	good := SignSHA1(secret, body)
+	for _, sig := range []string{good + "0", good + "zz", good + "00", good[:38]} {
+		r := jsonRequest(string(body), nexusSignatureHeader, sig)
+		if err := (&nexus{}).Authenticate(r, body, secret); !errors.Is(err, ErrForbidden) {
+			t.Errorf("signature %q: %v, want forbidden", sig, err)
+		}
+	}
+	if err := (&nexus{}).Authenticate(jsonRequest(string(body), nexusSignatureHeader, good), body, secret); err != nil {
+		t.Errorf("good signature: %v", err)
+	}
+}
+
+// Bug: Nexus events missing repositoryName or asset are accepted (or
+// panic) instead of being refused as malformed.
+func TestNexusMalformed(t *testing.T) {
+	n := newNexus(ReceiverConfig{Host: "nexus.example.test:8443"})
+	for body, kind := range map[string]string{
+		`{"action":"CREATED","component":{"format":"docker","name":"acme/cat","version":"v1"}}`: "rm:repository:component",
+		`{"repositoryName":"docker-hosted","action":"CREATED"}`:                                 "rm:repository:asset",
+		`{"repositoryName":"docker-hosted","action":"CREATED","asset":{"format":"docker"}}`:     "rm:repository:asset",
+	} {
+		if _, err := n.Parse(jsonRequest(body, nexusEventHeader, kind), []byte(body)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want malformed", body, err)
+		}
+	}
+}
+
+// Bug: a Nexus asset that is no manifest under v2/ triggers a sync.
+func TestNexusAssetNotManifest(t *testing.T) {
+	n := newNexus(ReceiverConfig{Host: "nexus.example.test:8443"})
+	for _, name := range []string{"acme/cat/manifests/v1", "v2//manifests/v1", "v2/acme/cat/manifests/", "v2/acme/cat/tags/list"} {
+		body := `{"repositoryName":"docker-hosted","action":"CREATED","asset":{"format":"docker","name":"` + name + `"}}`
+		if ps, err := n.Parse(jsonRequest(body, nexusEventHeader, "rm:repository:asset"), []byte(body)); !errors.Is(err, ErrIgnored) {
+			t.Errorf("asset %s: %+v %v, want ignored", name, ps, err)
+		}
+	}
+}
+
+// Bug: a Quay notification that is no repo_push (a build, a security
+// report) is answered as malformed, or a build's tags trigger syncs.
+func TestQuayNotPush(t *testing.T) {
+	q := newQuay(ReceiverConfig{})
+	build := loadFixture(t, "quay-build-success")
+	for _, body := range []string{
+		string(build.body),
+		`{"repository":"acme/cat"}`,
+		`{"repository":"acme/cat","updated_tags":null}`,
+		`{"repository":"acme/cat","build_id":"b1","updated_tags":["v1"]}`,
+	} {
+		if ps, err := q.Parse(jsonRequest(body), []byte(body)); !errors.Is(err, ErrIgnored) {
+			t.Errorf("%.60s: %+v %v, want ignored", body, ps, err)
+		}
+	}
+}
+
+// Bug: a zero or negative notice interval logs each reason once ever
+// (a zero rate.Sometimes), or a set interval is not used.
+func TestNoticesInterval(t *testing.T) {
+	for d, want := range map[time.Duration]time.Duration{0: DefaultNoticeInterval, -time.Second: DefaultNoticeInterval, time.Second: time.Second} {
+		if got := NewNotices(d).every; got != want {
+			t.Errorf("NewNotices(%v): every %v, want %v", d, got, want)
+		}
+	}
+}
+
+// Bug: the info line miscounts the notices logged at debug level since
+// the last one (or names a count when none were).
+func TestNoticesAlsoSince(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	n := NewNotices(time.Hour)
+	ctx := context.Background()
+	for range 3 {
+		n.Log(ctx, log, "k", "unmatched")
+	}
+	// The interval elapses (without waiting for it).
+	n.mu.Lock()
+	n.byKey["k"].sometimes = rate.Sometimes{Interval: time.Hour}
+	n.mu.Unlock()
+	n.Log(ctx, log, "k", "unmatched")
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := rec["level"].(string)
+		if v, ok := rec["alsoSince"]; ok {
+			s = fmt.Sprintf("%s+%v", s, v)
+		}
+		got = append(got, s)
+	}
+	if want := []string{"INFO", "DEBUG", "DEBUG", "INFO+2"}; !slices.Equal(got, want) {
+		t.Errorf("levels %q, want %q", got, want)
+	}
+}
