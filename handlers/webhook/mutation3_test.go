@@ -168,3 +168,77 @@ func TestNoticesAlsoSince(t *testing.T) {
 		t.Errorf("levels %q, want %q", got, want)
 	}
 }
+
+// Bug: the warning that a receiver accepts unauthenticated requests is
+// missing for one that does, or cries wolf for authenticated ones (a
+// secret, or signed tokens without a secret).
+func TestReceiverInsecureWarning(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gar := testConfig.Receivers[slices.IndexFunc(testConfig.Receivers, func(c ReceiverConfig) bool { return c.Type == TypeGAR })]
+	_, err := NewReceiver(Config{Receivers: []ReceiverConfig{
+		{Name: "open", Type: TypeDistribution, Insecure: true},
+		{Name: "keyed", Type: TypeDistribution, Insecure: true, Secret: "s3cret"},
+		{Name: "plain", Type: TypeHarbor, Secret: "s3cret"},
+		gar,
+	}}, testCatalogs, &recorder{}, WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		warned = append(warned, fmt.Sprint(rec["receiver"]))
+	}
+	if !slices.Equal(warned, []string{"open"}) {
+		t.Errorf("warned about %q, want [open]", warned)
+	}
+}
+
+// Bug: a path derived from a token (a credential) is not flagged secret,
+// so it shows in metrics and logs; or an ordinary path is hidden.
+func TestEndpointSecretFlag(t *testing.T) {
+	rc, _ := newTestReceiver(t)
+	for _, e := range rc.Endpoints() {
+		if want := e.Name == "quay" || e.Name == "hub"; e.Secret != want {
+			t.Errorf("%s (%s): Secret %v, want %v", e.Name, e.Type, e.Secret, want)
+		}
+	}
+	open, err := NewReceiver(Config{Receivers: []ReceiverConfig{{Name: "hub", Type: TypeDockerHub, Insecure: true}}}, testCatalogs, &recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := open.Endpoints()[0]; e.Secret {
+		t.Errorf("insecure %s at %s: flagged secret", e.Name, e.Path)
+	}
+}
+
+// Bug: marking a signed-token receiver insecure switches its token check
+// off, so anyone can trigger syncs through it.
+func TestReceiverInsecureKeyAuth(t *testing.T) {
+	gar := testConfig.Receivers[slices.IndexFunc(testConfig.Receivers, func(c ReceiverConfig) bool { return c.Type == TypeGAR })]
+	gar.Insecure = true
+	rec := &recorder{}
+	rc, err := NewReceiver(Config{Receivers: []ReceiverConfig{gar}}, testCatalogs, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range []string{"", "Bearer not-a-token"} {
+		f := loadFixture(t, "gar-push")
+		f.header.Del("Authorization")
+		if auth != "" {
+			f.header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, f.request(pathOf(t, rc, gar.Name)))
+		if w.Code != http.StatusUnauthorized && w.Code != http.StatusForbidden || len(rec.catalogs()) != 0 {
+			t.Errorf("Authorization %q: status %d, triggers %v", auth, w.Code, rec.catalogs())
+		}
+	}
+}
