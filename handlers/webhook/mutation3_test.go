@@ -242,3 +242,62 @@ func TestReceiverInsecureKeyAuth(t *testing.T) {
 		}
 	}
 }
+
+// Bug: in a notification of several pushes, one that matches no catalog,
+// or one whose catalog was already triggered, stops the pushes and
+// catalogs after it from being triggered.
+func TestDispatchGoesOn(t *testing.T) {
+	m, err := NewMatcher(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cats := []Catalog{
+		{Name: "v1", Image: "registry.example.test/acme/cat:v1"},
+		{Name: "v2", Image: "registry.example.test/acme/cat:v2"},
+	}
+	p := func(tag string) Push { return Push{Host: "registry.example.test", Repository: "acme/cat", Tag: tag} }
+	rec := &recorder{}
+	// v9 matches nothing; v1 then the tagless push (v1 again, then v2).
+	n := Dispatch(context.Background(), m, cats, []Push{p("v9"), p("v1"), p("")}, rec, "test", slog.New(slog.DiscardHandler))
+	if got := rec.catalogs(); n != 2 || !slices.Equal(got, []string{"v1", "v2"}) {
+		t.Errorf("triggered %d: %v, want v1 and v2 once each", n, got)
+	}
+}
+
+// Bug: a body of exactly the size limit is refused as too large.
+func TestReadBodyAtLimit(t *testing.T) {
+	const max = 16
+	for size, want := range map[int]int{max: 0, max + 1: http.StatusRequestEntityTooLarge} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/t", strings.NewReader(strings.Repeat("x", size)))
+		body, status, err := ReadBody(httptest.NewRecorder(), r, max)
+		if status != want || (want == 0) != (err == nil && len(body) == size) {
+			t.Errorf("%d bytes: status %d, %d bytes read, %v; want status %d", size, status, len(body), err, want)
+		}
+	}
+}
+
+// Bug: the log line naming a notification's pushes is not bounded (all
+// pushes, whole long names), miscounts the rest, or misplaces commas.
+func TestDescribe(t *testing.T) {
+	p := func(repo string) Push { return Push{Host: "r.example.test", Repository: repo, Tag: "v1"} }
+	for _, tc := range []struct {
+		pushes []Push
+		want   string
+	}{
+		{[]Push{p("a")}, "r.example.test/a:v1"},
+		{[]Push{p("a"), p("b")}, "r.example.test/a:v1, r.example.test/b:v1"},
+		{[]Push{p("a"), p("b"), p("c"), p("d"), p("e")}, "r.example.test/a:v1, r.example.test/b:v1, r.example.test/c:v1 and 2 more"},
+	} {
+		if got := describe(tc.pushes); got != tc.want {
+			t.Errorf("describe: %q, want %q", got, tc.want)
+		}
+	}
+	// "r.example.test/" and ":v1" are 18 bytes of the 256 kept.
+	exact, long := p(strings.Repeat("a", 256-18)), p(strings.Repeat("a", 257-18))
+	if got := describe([]Push{exact}); got != exact.String() {
+		t.Errorf("256 bytes: %q, want it whole", got)
+	}
+	if got := describe([]Push{long}); got != long.String()[:256]+"…" {
+		t.Errorf("257 bytes: %q, want 256 and an ellipsis", got)
+	}
+}
