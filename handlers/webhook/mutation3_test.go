@@ -301,3 +301,42 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("257 bytes: %q, want 256 and an ellipsis", got)
 	}
 }
+
+// Bug: the 415 answer misnames the content type that was sent (or says
+// nothing when none was).
+func TestRequireMediaTypeNamesIt(t *testing.T) {
+	for ct, want := range map[string]string{"": `"none"`, "text/plain": `"text/plain"`} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/t", nil)
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		err := requireMediaType(r, "application/json")
+		if !errors.Is(err, ErrUnsupportedMediaType) || !strings.Contains(err.Error(), want) {
+			t.Errorf("content type %q: %v, want it named %s", ct, err, want)
+		}
+	}
+}
+
+// Bug: a header that is neither the secret nor "Bearer <secret>" but ends
+// with the secret is accepted, or a short one panics.
+func TestAuthenticateHeaderOtherSchemes(t *testing.T) {
+	const secret = "s3cret-value"
+	for _, v := range []string{"Token: " + secret, "Basic  " + secret, "abc", "Bearer", "bearer x"} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/t", nil)
+		r.Header.Set("Authorization", v)
+		if err := AuthenticateHeader(r, "Authorization", secret); !errors.Is(err, ErrForbidden) {
+			t.Errorf("%q: %v, want forbidden", v, err)
+		}
+	}
+}
+
+// Bug: a repository name of exactly the 255-byte limit is refused.
+func TestNormalizeRepoLength(t *testing.T) {
+	name := func(n int) string { return "acme/" + strings.Repeat("a", n-len("acme/")) }
+	if _, err := normalize(Push{Host: "registry.example.test", Repository: name(maxRepoLen)}); err != nil {
+		t.Errorf("%d bytes: %v", maxRepoLen, err)
+	}
+	if _, err := normalize(Push{Host: "registry.example.test", Repository: name(maxRepoLen + 1)}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("%d bytes: %v, want malformed", maxRepoLen+1, err)
+	}
+}
