@@ -330,13 +330,17 @@ func TestAuthenticateHeaderOtherSchemes(t *testing.T) {
 	}
 }
 
-// Bug: a repository name of exactly the 255-byte limit is refused.
-func TestNormalizeRepoLength(t *testing.T) {
+// Bug: a repository name of exactly the 255-byte limit is refused, or a
+// bracketed host that is no IPv6 literal names a registry.
+func TestNormalizeLimits(t *testing.T) {
 	name := func(n int) string { return "acme/" + strings.Repeat("a", n-len("acme/")) }
 	if _, err := normalize(Push{Host: "registry.example.test", Repository: name(maxRepoLen)}); err != nil {
 		t.Errorf("%d bytes: %v", maxRepoLen, err)
 	}
 	if _, err := normalize(Push{Host: "registry.example.test", Repository: name(maxRepoLen + 1)}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("%d bytes: %v, want malformed", maxRepoLen+1, err)
+	}
+	if _, err := normalize(Push{Host: "[1.2.3.4]", Repository: "acme/cat"}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("host [1.2.3.4]: %v, want malformed", err)
 	}
 }
