@@ -344,3 +344,21 @@ func TestNormalizeLimits(t *testing.T) {
 		t.Errorf("host [1.2.3.4]: %v, want malformed", err)
 	}
 }
+
+// Bug: a reported manifest media type of the maximum 255 bytes, or one
+// with parameters (spaces), is dropped; control characters are kept.
+func TestNormalizeMediaType(t *testing.T) {
+	long := "application/" + strings.Repeat("x", 255-len("application/"))
+	for mt, want := range map[string]string{
+		long:       long,
+		long + "x": "",
+		"application/vnd.oci.image.index.v1+json; charset=utf-8": "application/vnd.oci.image.index.v1+json; charset=utf-8",
+		"application/json\x1f": "",
+		"application/json\x7f": "",
+	} {
+		p, err := normalize(Push{Repository: "acme/cat", MediaType: mt})
+		if err != nil || p.MediaType != want {
+			t.Errorf("media type %q: %q %v, want %q", mt, p.MediaType, err, want)
+		}
+	}
+}
