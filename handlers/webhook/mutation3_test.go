@@ -362,3 +362,17 @@ func TestNormalizeMediaType(t *testing.T) {
 		}
 	}
 }
+
+// Bug: a resource URL with an empty scheme ("://host/repo") loses its
+// host, so the push names the receiver's default registry instead.
+func TestHostOfEmptyScheme(t *testing.T) {
+	for in, want := range map[string]string{
+		"://registry.example.test/acme/cat":        "registry.example.test",
+		"https://registry.example.test/acme/cat":   "registry.example.test",
+		" registry.example.test:5000/acme/cat:v1 ": "registry.example.test:5000",
+	} {
+		if got := hostOf(in); got != want {
+			t.Errorf("hostOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
