@@ -363,8 +363,8 @@ func TestNormalizeMediaType(t *testing.T) {
 	}
 }
 
-// Bug: a resource URL with an empty scheme ("://host/repo") loses its
-// host, so the push names the receiver's default registry instead.
+// Bug: a resource URL with a scheme, even an empty one ("://host/repo"),
+// loses its host, so the push names the receiver's default registry.
 func TestHostOfEmptyScheme(t *testing.T) {
 	for in, want := range map[string]string{
 		"://registry.example.test/acme/cat":        "registry.example.test",
