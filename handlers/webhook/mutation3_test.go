@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"golang.org/x/time/rate"
 )
 
@@ -363,16 +364,36 @@ func TestNormalizeMediaType(t *testing.T) {
 	}
 }
 
-// Bug: a resource URL with a scheme, even an empty one ("://host/repo"),
-// loses its host, so the push names the receiver's default registry.
-func TestHostOfEmptyScheme(t *testing.T) {
+// Bug: the registry host of a resource URL is wrong: lost when the URL
+// has a scheme (even an empty one) or is localhost, or taken from a
+// Docker Hub "namespace/name" or a bare single-name image.
+func TestHostOfForms(t *testing.T) {
 	for in, want := range map[string]string{
 		"://registry.example.test/acme/cat":        "registry.example.test",
 		"https://registry.example.test/acme/cat":   "registry.example.test",
 		" registry.example.test:5000/acme/cat:v1 ": "registry.example.test:5000",
+		"localhost/acme/cat":                       "localhost",
+		"acme/cat:v1":                              "",
+		"registry.example.test":                    "",
 	} {
 		if got := hostOf(in); got != want {
 			t.Errorf("hostOf(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Bug: a zot push by digest whose data names no separate digest loses it
+// (and then matches every tag of the repository).
+func TestZotPushByDigest(t *testing.T) {
+	ev := event.New()
+	ev.SetID("1")
+	ev.SetSource("zot")
+	ev.SetType("zotregistry.image.updated")
+	if err := ev.SetData(event.ApplicationJSON, map[string]string{"name": "acme/cat", "reference": digAMD}); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := zotPush(ev, "zot.example.test:5000")
+	if err != nil || len(ps) != 1 || ps[0].Digest != digAMD || ps[0].Tag != "" {
+		t.Fatalf("push by digest: %+v %v", ps, err)
 	}
 }
