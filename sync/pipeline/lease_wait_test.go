@@ -8,6 +8,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
+	"github.com/catalogsync/catalogsync/sync/source"
 )
 
 // firstLeaseWait holds catalog "c" as another replica, then lets a
@@ -75,5 +76,32 @@ func TestUnitLeaseWaitRenewedAndStalled(t *testing.T) {
 		if w.Stalled != c.stalled {
 			t.Errorf("ttl %v, %v after the renewal: stalled %v, want %v", c.ttl, c.since, w.Stalled, c.stalled)
 		}
+	}
+}
+
+// A sync whose context ends mid-pull fails as Canceled (retryable),
+// whatever error the interrupted step returned, so a shutdown is never
+// reported as a registry failure.
+func TestUnitCanceledMidPull(t *testing.T) {
+	t.Parallel()
+	src, _, pl := newUnit(t)
+	src.tag("reg/c:v1", newImage(t, catalogLayer(t)))
+	pulling := make(chan struct{})
+	src.layer = func(ctx context.Context, _ []byte) (*source.LayerReader, error) {
+		close(pulling)
+		<-ctx.Done()
+		return nil, &source.RegistryError{Op: "get layer", Ref: "reg/c", Err: errors.New("connection reset")}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: "reg/c:v1"})
+		done <- err
+	}()
+	<-pulling
+	cancel()
+	err := <-done
+	if se, ok := pipeline.AsError(err); !ok || se.Reason != pipeline.ReasonCanceled || !se.Retryable {
+		t.Fatalf("err = %v, want a retryable Canceled", err)
 	}
 }
