@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -109,7 +110,19 @@ func TestValidateRules(t *testing.T) {
 		{"no default channel", replace("defaultChannel: stable\n", ""), `package "foo": default channel must be set`},
 		{"unknown default channel", replace("defaultChannel: stable", "defaultChannel: fast"), `package "foo": channel "fast": channel must contain at least one bundle`},
 		{"duplicate versions", replace("version: 0.2.0}", "version: 0.1.0}"), `package "foo": duplicate versions found in bundles: [{0.1.0: [foo.v0.1.0, foo.v0.2.0]}]`},
-		{"type error", replace("image: registry.example.test/foo/bundle:v0.1.0", "image: registry.example.test/foo/bundle:v0.1.0\nrelatedImages: [{name: [x]}]"), `bundle "foo.v0.1.0": relatedImages[0].name: cannot unmarshal array into a string`},
+		{"type error", replace("image: registry.example.test/foo/bundle:v0.1.0", "image: registry.example.test/foo/bundle:v0.1.0\nrelatedImages: [{name: [x]}]"), `package "foo": bundle "foo.v0.1.0": relatedImages[0].name: cannot unmarshal array into a string`},
+		// The rest of a bundle whose properties opm cannot read is not
+		// checked, as opm stops there: no second error for its missing
+		// olm.package property.
+		{"unreadable property and no olm.package property", strings.Replace(replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.gvk\n"),
+			"- type: olm.package\n  value: {packageName: foo, version: 0.2.0}\n", "", 1), `bundle "foo.v0.2.0": property[0] of type "olm.gvk": unexpected end of JSON input`},
+		{"bad bundle object data and no olm.package property", strings.Replace(replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.bundle.object\n  value: {data: '!!'}\n"),
+			"- type: olm.package\n  value: {packageName: foo, version: 0.2.0}\n", "", 1), `bundle "foo.v0.2.0": property[0] of type "olm.bundle.object": data: illegal base64 data`},
+		{"package type error", replace("defaultChannel: stable", "defaultChannel: [stable]"), `package "foo": package "foo": defaultChannel: cannot unmarshal array into a string`},
+		// A duplicate is reported once; what it holds is not checked again.
+		{"channel without name, with an entry of no bundle", validCatalog + "---\nschema: olm.channel\npackage: foo\nentries: [{name: foo.v9}]\n", `package "foo": channel with no name`},
+		{"duplicate channel with other entries", validCatalog + "---\nschema: olm.channel\npackage: foo\nname: stable\nentries: [{name: foo.v9}]\n", `package "foo": duplicate channel "stable"`},
+		{"duplicate bundle without properties", validCatalog + "---\nschema: olm.bundle\npackage: foo\nname: foo.v0.1.0\n", `package "foo": duplicate bundle "foo.v0.1.0"`},
 		{"property without value", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.gvk\n"), `bundle "foo.v0.2.0": property[1] of type "olm.gvk": unexpected end of JSON input`},
 		{"bad bundle object data", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.bundle.object\n  value: {data: '!!'}\n"), `bundle "foo.v0.2.0": property[1] of type "olm.bundle.object": data: illegal base64 data`},
 		{"deprecation without package", validCatalog + "---\nschema: olm.deprecations\n", `package name must be set for deprecation item 0`},
@@ -222,5 +235,18 @@ func TestValidateRealCatalogs(t *testing.T) {
 			}
 			t.Logf("%+v", got)
 		})
+	}
+}
+
+// A duplicate package is reported once, and its invalid name once: the
+// duplicate's content is not checked again.
+func TestValidateDuplicateOfInvalidPackage(t *testing.T) {
+	_, err := validate(t, map[string]string{"catalog.yaml": strings.ReplaceAll(validCatalog, "foo", "Foo_Op") + "---\nschema: olm.package\nname: Foo_Op\n"})
+	var rules []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		rules = append(rules, e.(*ValidationError).Rule)
+	}
+	if want := []string{RulePackageName, RulePackageDuplicate}; !slices.Equal(rules, want) {
+		t.Fatalf("rules %v, want %v", rules, want)
 	}
 }
