@@ -118,6 +118,13 @@ func TestValidateRules(t *testing.T) {
 			"- type: olm.package\n  value: {packageName: foo, version: 0.2.0}\n", "", 1), `bundle "foo.v0.2.0": property[0] of type "olm.gvk": unexpected end of JSON input`},
 		{"bad bundle object data and no olm.package property", strings.Replace(replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}\n", "- type: olm.bundle.object\n  value: {data: '!!'}\n"),
 			"- type: olm.package\n  value: {packageName: foo, version: 0.2.0}\n", "", 1), `bundle "foo.v0.2.0": property[0] of type "olm.bundle.object": data: illegal base64 data`},
+		{"image not a string", replace("image: registry.example.test/foo/bundle:v0.1.0", "image: [x]"), `package "foo": bundle "foo.v0.1.0": image: cannot unmarshal array into a string`},
+		{"related image not an object", replace("image: registry.example.test/foo/bundle:v0.1.0", "image: registry.example.test/foo/bundle:v0.1.0\nrelatedImages: [x]"), `package "foo": bundle "foo.v0.1.0": relatedImages[0]: cannot unmarshal string into an object`},
+		// A deprecation refused as a whole is reported once: its entries
+		// are not checked.
+		{"deprecation without package, with entries", validCatalog + "---\nschema: olm.deprecations\nentries: [{reference: {schema: olm.bundle, name: x}, message: m}]\n", `package name must be set for deprecation item 0`},
+		{"deprecation of unknown package, with entries", validCatalog + "---\nschema: olm.deprecations\npackage: bar\nentries: [{reference: {schema: olm.bundle, name: x}, message: m}]\n", `cannot apply deprecations to an unknown package "bar"`},
+		{"two deprecations, the second with entries", validCatalog + "---\nschema: olm.deprecations\npackage: foo\n---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.bundle, name: x}, message: m}]\n", `package "foo": expected a maximum of one deprecation per package`},
 		{"package type error", replace("defaultChannel: stable", "defaultChannel: [stable]"), `package "foo": package "foo": defaultChannel: cannot unmarshal array into a string`},
 		// A duplicate is reported once; what it holds is not checked again.
 		{"channel without name, with an entry of no bundle", validCatalog + "---\nschema: olm.channel\npackage: foo\nentries: [{name: foo.v9}]\n", `package "foo": channel with no name`},
@@ -248,5 +255,18 @@ func TestValidateDuplicateOfInvalidPackage(t *testing.T) {
 	}
 	if want := []string{RulePackageName, RulePackageDuplicate}; !slices.Equal(rules, want) {
 		t.Fatalf("rules %v, want %v", rules, want)
+	}
+}
+
+// Every deprecation entry without a schema is reported, not only the
+// first.
+func TestValidateEveryEntryWithoutSchema(t *testing.T) {
+	_, err := validate(t, map[string]string{"catalog.yaml": validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {name: a}, message: m}, {reference: {name: b}, message: m}]\n"})
+	var msgs []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		msgs = append(msgs, e.(*ValidationError).Msg)
+	}
+	if want := []string{"schema must be set for deprecation entry [0]", "schema must be set for deprecation entry [1]"}; !slices.Equal(msgs, want) {
+		t.Fatalf("errors %q, want %q", msgs, want)
 	}
 }
