@@ -297,3 +297,171 @@ func TestGCLeftoverDefaultAge(t *testing.T) {
 		}
 	}
 }
+
+// A catalog's poll record and configured mark, which list before its
+// content, do not hide that content from GC: old digests still go.
+// Catches gcGroup stopping at the first key that is no digest's
+// (continue turned into break).
+func TestGCSeesContentAfterMarks(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	ds := gcHistory(t, s, "m", 3)
+	if err := MarkConfigured(ctx, s, []string{"m"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := RecordPoll(ctx, s, "m", Poll{Ref: "example.com/c:latest", Digest: ds[2]}); err != nil {
+		t.Fatal(err)
+	}
+	rep := gcRunT(t, s, GCOptions{Keep: -1, Now: gcAfterGrace})
+	if r := gcReasons(rep.Deleted); len(r) != 2 || r["m "+ds[0]] != GCOld || r["m "+ds[1]] != GCOld {
+		t.Fatalf("deleted %v, want the two old digests", r)
+	}
+	gcCheckServes(t, s, "m")
+}
+
+// gcDeleteFailStore fails Delete of keys with the given suffix.
+type gcDeleteFailStore struct {
+	storage.Store
+	suffix string
+}
+
+func (f *gcDeleteFailStore) Delete(ctx context.Context, key string) error {
+	if strings.HasSuffix(key, f.suffix) {
+		return errInjected
+	}
+	return f.Store.Delete(ctx, key)
+}
+
+// Removing an unconfigured catalog deletes its pointer, then every
+// meta.json, then the rest: interrupted in between, no digest is left
+// looking complete with part of its files gone. Catches the delete order's
+// comparison (rank(a)-rank(b)) broken, which deletes in listing order.
+func TestGCRemovalOrderSurvivesFailure(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	ds := gcHistory(t, s, "old", 2)
+	fail := &gcDeleteFailStore{Store: s, suffix: "/" + indexFile}
+	_, err := GC(ctx, fail, GCOptions{Catalogs: []string{"other"}, UnconfiguredAge: -1, Now: gcAfterGrace})
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("GC: %v, want the injected failure", err)
+	}
+	if _, err := s.Stat(ctx, catalogPrefix("old")+currentFile); !errors.Is(err, storage.ErrNotExist) {
+		t.Errorf("pointer still there: %v", err)
+	}
+	for _, d := range ds {
+		if _, ok, err := HasContent(ctx, s, "old", d); err != nil || ok {
+			t.Errorf("%s still complete (%v, %v) after an interrupted removal", d, ok, err)
+		}
+	}
+}
+
+// A catalog whose pointer does not parse is left alone: a dry run reports
+// nothing of it to delete, and a real run neither deletes nor rewrites any
+// of its meta.json. Catches planCatalog going on after current said to
+// leave the catalog (|| turned into &&).
+func TestGCUnreadablePointerLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	gcHistory(t, s, "broken", 3)
+	if _, err := s.Put(ctx, catalogPrefix("broken")+currentFile, strings.NewReader("{garbage")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		rep := gcRunT(t, s, GCOptions{Keep: -1, Now: gcAfterGrace, DryRun: dry})
+		if len(rep.Deleted) != 0 || len(rep.Kept) != 0 {
+			t.Errorf("dry run %v: deleted %v, kept %v; want the catalog left out", dry, gcReasons(rep.Deleted), gcReasons(rep.Kept))
+		}
+		if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "unreadable pointer") {
+			t.Errorf("dry run %v: problems %q", dry, rep.Problems)
+		}
+	}
+}
+
+// Content never published goes once out of grace like any other
+// non-current content; a pointer deleted between GC's listing and its
+// read (another GC removing the catalog) counts as swapped just now, so
+// the content it named stays for the grace period. Catches the test of a
+// listed pointer (c.current != nil) inverted.
+func TestGCPointerMissing(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	never := digestOf("never")
+	gcContent(t, s, "n", never, gcBase, 3)
+	rep := gcRunT(t, s, GCOptions{Keep: -1, Now: gcAfterGrace, DryRun: true})
+	if r := gcReasons(rep.Deleted)["n "+never]; r != GCOld {
+		t.Errorf("never-published content out of grace: %q, want deleted", r)
+	}
+
+	s = newStore(t)
+	ds := gcHistory(t, s, "g", 2)
+	hs := &gcListHookStore{Store: s, hook: func() {
+		if err := s.Delete(ctx, catalogPrefix("g")+currentFile); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	rep = gcRunT(t, hs, GCOptions{Keep: -1, Now: gcAfterGrace, DryRun: true})
+	k := gcReasons(rep.Kept)
+	if len(rep.Deleted) != 0 || k["g "+ds[0]] != GCInGrace || k["g "+ds[1]] != GCInGrace {
+		t.Errorf("pointer deleted after the listing: deleted %v, kept %v; want both in grace", gcReasons(rep.Deleted), k)
+	}
+}
+
+// gcPointerListHookStore runs hook once, before the first List of exactly
+// the prefix given: GC's listing of a pointer to learn its swap time.
+type gcPointerListHookStore struct {
+	storage.Store
+	prefix string
+	hook   func()
+}
+
+func (l *gcPointerListHookStore) List(ctx context.Context, prefix string) ([]storage.Info, error) {
+	if prefix == l.prefix && l.hook != nil {
+		l.hook()
+		l.hook = nil
+	}
+	return l.Store.List(ctx, prefix)
+}
+
+// A pointer swapped again after GC read it counts as swapped just now:
+// the older content stays for the grace period rather than being judged
+// by the new pointer's time. Catches swapTime accepting a listed pointer
+// of another version (key && etag turned into ||).
+func TestGCPointerSwappedWhileReading(t *testing.T) {
+	s := newStore(t)
+	ds := gcHistory(t, s, "w", 2)
+	next := digestOf("w next")
+	gcContent(t, s, "w", next, gcBase.Add(5*time.Hour), 3)
+	hs := &gcPointerListHookStore{Store: s, prefix: catalogPrefix("w") + currentFile,
+		hook: func() { publish(t, s, "w", next, gcBase.Add(5*time.Hour)) }}
+	rep := gcRunT(t, hs, GCOptions{Keep: -1, Now: gcAfterGrace})
+	if hs.hook != nil {
+		t.Fatal("GC never listed the pointer")
+	}
+	k := gcReasons(rep.Kept)
+	if len(rep.Deleted) != 0 || k["w "+ds[0]] != GCInGrace {
+		t.Errorf("deleted %v, kept %v; want %s kept in grace", gcReasons(rep.Deleted), k, ds[0])
+	}
+	gcCheckServes(t, s, "w")
+}
+
+// A pointer set, with its content, between GC's listing and its reading
+// of the pointer is checked again in the store and found complete: GC
+// goes on without an error or a problem. Catches the error test of that
+// second look (err != nil) inverted.
+func TestGCCurrentWrittenAfterListing(t *testing.T) {
+	s := newStore(t)
+	ds := gcHistory(t, s, "late", 1)
+	d := digestOf("late whole")
+	hs := &gcListHookStore{Store: s, hook: func() {
+		gcContent(t, s, "late", d, gcBase.Add(time.Hour), 3)
+		publish(t, s, "late", d, gcBase.Add(time.Hour))
+	}}
+	rep, err := GC(context.Background(), hs, GCOptions{Keep: -1, Grace: time.Hour})
+	if err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	if k := gcReasons(rep.Kept); len(rep.Deleted) != 0 || len(rep.Problems) != 0 || k["late "+ds[0]] != GCInGrace {
+		t.Fatalf("deleted %v, kept %v, problems %q", gcReasons(rep.Deleted), k, rep.Problems)
+	}
+	gcCheckServes(t, s, "late")
+}
