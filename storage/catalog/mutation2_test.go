@@ -6,6 +6,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -464,4 +465,72 @@ func TestGCCurrentWrittenAfterListing(t *testing.T) {
 		t.Fatalf("deleted %v, kept %v, problems %q", gcReasons(rep.Deleted), k, rep.Problems)
 	}
 	gcCheckServes(t, s, "late")
+}
+
+// An old digest goes whole, objects GC does not know included, those
+// that list after meta.json too (as a later version's new file might).
+// Catches the delete loop stopping at meta.json (continue turned into
+// break), which would leave them stored for ever.
+func TestGCDeletesWholeDigest(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	ds := gcHistory(t, s, "z", 2)
+	extra := contentPrefix("z", ds[0]) + "sbom.json" // lists after meta.json
+	if _, err := s.Put(ctx, extra, strings.NewReader("{}")); err != nil {
+		t.Fatal(err)
+	}
+	rep := gcRunT(t, s, GCOptions{Keep: -1, Now: gcAfterGrace})
+	if r := gcReasons(rep.Deleted); r["z "+ds[0]] != GCOld {
+		t.Fatalf("deleted %v", r)
+	}
+	if got := gcDigestsIn(t, s, "z", ds[:1]); len(got) != 0 {
+		left, _ := s.List(ctx, contentPrefix("z", ds[0]))
+		t.Fatalf("deleted digest left %v", gcKeys(left))
+	}
+}
+
+// gcLatePublishStore moves the pointer to the digest whose catalog.jsonl
+// it has just deleted: a publisher that checked the content before GC
+// deleted its meta.json and swapped after GC looked at the pointer again.
+type gcLatePublishStore struct {
+	storage.Store
+	t    *testing.T
+	name string
+	done bool
+}
+
+func (l *gcLatePublishStore) Delete(ctx context.Context, key string) error {
+	if err := l.Store.Delete(ctx, key); err != nil {
+		return err
+	}
+	if !l.done && strings.HasSuffix(key, "/"+contentFile) {
+		l.done = true
+		dir := strings.TrimSuffix(strings.TrimPrefix(key, catalogPrefix(l.name)), "/"+contentFile)
+		b, _ := json.Marshal(Pointer{Digest: gcDirDigest(dir), Ref: "example.com/c:latest", ResolvedAt: gcBase})
+		cur, err := l.Store.Stat(ctx, catalogPrefix(l.name)+currentFile)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		if _, err := l.Store.PutIf(ctx, catalogPrefix(l.name)+currentFile, b, cur.ETag); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	return nil
+}
+
+// A publish that lands on content while GC deletes it is reported as a
+// problem, so an operator learns the catalog is served from deleted
+// content until its next sync. Catches the check after the delete
+// (err == nil) inverted, which never reports it.
+func TestGCReportsPublishDuringDelete(t *testing.T) {
+	s := newStore(t)
+	ds := gcHistory(t, s, "race", 2)
+	ls := &gcLatePublishStore{Store: s, t: t, name: "race"}
+	rep := gcRunT(t, ls, GCOptions{Keep: -1, Now: gcAfterGrace})
+	if !ls.done {
+		t.Fatal("GC deleted no catalog.jsonl")
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "published "+ds[0]+" while gc deleted it") {
+		t.Fatalf("problems %q, want the publish during the delete", rep.Problems)
+	}
 }
