@@ -534,3 +534,88 @@ func TestGCReportsPublishDuringDelete(t *testing.T) {
 		t.Fatalf("problems %q, want the publish during the delete", rep.Problems)
 	}
 }
+
+// LeftoverAge bounds which interrupted writes go: with an hour, a
+// half-hour-old temp file stays and a two-hour-old one goes; negative
+// takes any age. A temp file directly under catalogs/ is no catalog's.
+// Catches the 0 and negative cases of LeftoverAge mixed up (== 0 or < 0
+// inverted) and a leftover's catalog taken from a key with no catalog
+// directory (&& turned into ||).
+func TestGCLeftoverAges(t *testing.T) {
+	root := t.TempDir()
+	s, err := fs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ds := gcHistory(t, s, "l", 1)
+	inDigest := filepath.Join(root, "catalogs", "l", strings.Replace(ds[0], ":", "-", 1), fs.TempPrefix+"0123456789abcdef")
+	atRoot := filepath.Join(root, "catalogs", fs.TempPrefix+"fedcba9876543210")
+	for _, tc := range []struct {
+		leftoverAge, fileAge time.Duration
+		gone                 bool
+	}{
+		{time.Hour, 30 * time.Minute, false},
+		{time.Hour, 2 * time.Hour, true},
+		{-1, 0, true},
+	} {
+		for _, p := range []string{inDigest, atRoot} {
+			if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-tc.fileAge)
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := gcRunT(t, s, GCOptions{LeftoverAge: tc.leftoverAge, DryRun: true})
+		if !tc.gone {
+			if len(rep.Deleted) != 0 {
+				t.Errorf("LeftoverAge %v, file %v old: deleted %+v", tc.leftoverAge, tc.fileAge, rep.Deleted)
+			}
+			continue
+		}
+		cats := map[string]string{}
+		for _, it := range rep.Deleted {
+			cats[filepath.Base(it.Keys[0])] = it.Catalog
+		}
+		if len(rep.Deleted) != 2 || cats[filepath.Base(inDigest)] != "l" || cats[filepath.Base(atRoot)] != "" {
+			t.Errorf("LeftoverAge %v, file %v old: deleted %+v, want both, of catalogs l and none", tc.leftoverAge, tc.fileAge, rep.Deleted)
+		}
+	}
+}
+
+// The index holds line lengths in 32 bits: a line of 2^32-1 bytes loads,
+// one of 2^32 bytes is refused rather than read back as length 0.
+// Catches maxLine's bound moved (1<<32-1 to 1<<32+1).
+func TestIndexLineLengthBound(t *testing.T) {
+	for _, n := range []int64{maxLine, maxLine + 1} {
+		idx, err := parseIndex(encodeIndex([]string{""}, []object{{n: n}}, n))
+		switch {
+		case n <= maxLine && (err != nil || int64(idx.entries[0].n) != n):
+			t.Errorf("line of %d bytes: %v", n, err)
+		case n > maxLine && !errors.Is(err, ErrCorrupt):
+			t.Errorf("line of %d bytes: %v, want ErrCorrupt", n, err)
+		}
+	}
+}
+
+// A catalog of one object whose names are long writes and reads back: the
+// index's size estimate grows with every string. Catches a string's
+// length subtracted from that estimate, which goes below the header and
+// panics.
+func TestIndexLongNames(t *testing.T) {
+	s := newStore(t)
+	long := strings.Repeat("n", 300)
+	objs := []obj{{"olm.bundle", "p-" + long, "b-" + long, []byte(`{"schema":"olm.bundle"}` + "\n")}}
+	writeCatalog(t, s, "long", digestOf("long"), objs)
+	publish(t, s, "long", digestOf("long"), gcBase)
+	c, err := Open(context.Background(), s, "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := c.Query(context.Background(), &b, Query{Name: "b-" + long}); err != nil || b.String() != string(objs[0].line) {
+		t.Fatalf("query: %q, %v", b.String(), err)
+	}
+}
