@@ -654,3 +654,62 @@ func TestIndexShortInputs(t *testing.T) {
 		t.Errorf("header-only index of version %d: %v, want ErrFormat", indexVersion+1, err)
 	}
 }
+
+// GCOptions' zero values mean the defaults, negative ones none, positive
+// ones themselves; the unconfigured age is never below the grace period.
+// An empty catalog list deletes nothing and says so; no list says nothing.
+// Unlike TestGCShort's cases this runs without -short too. Catches any of
+// these cases inverted (== 0, > 0, < 0, the list's nil and length tests).
+func TestGCOptionsResolve(t *testing.T) {
+	const h = time.Hour
+	for _, tc := range []struct {
+		o                   GCOptions
+		grace, unconfigured time.Duration
+		keep                int
+	}{
+		{GCOptions{}, DefaultGrace, DefaultUnconfiguredAge, DefaultKeep},
+		{GCOptions{Grace: 3 * h, UnconfiguredAge: 5 * h, Keep: 3}, 3 * h, 5 * h, 3},
+		{GCOptions{Grace: 3 * h, UnconfiguredAge: 2 * h, Keep: 1}, 3 * h, 3 * h, 1},
+		{GCOptions{Grace: -1, UnconfiguredAge: -1, Keep: -1}, 0, 0, 0},
+		{GCOptions{Grace: 30 * time.Minute, UnconfiguredAge: -1}, 30 * time.Minute, 30 * time.Minute, DefaultKeep},
+	} {
+		r := newGCRun(nil, tc.o)
+		if r.grace != tc.grace || r.unconfigured != tc.unconfigured || r.keepNewest != tc.keep {
+			t.Errorf("%+v: grace %v, unconfigured %v, keep %d; want %v, %v, %d",
+				tc.o, r.grace, r.unconfigured, r.keepNewest, tc.grace, tc.unconfigured, tc.keep)
+		}
+	}
+	for _, tc := range []struct {
+		list     []string
+		set      map[string]bool
+		problems int
+	}{
+		{nil, nil, 0},
+		{[]string{}, nil, 1},
+		{[]string{"a", "b"}, map[string]bool{"a": true, "b": true}, 0},
+	} {
+		r := newGCRun(nil, GCOptions{Catalogs: tc.list})
+		set := r.configured()
+		if (set == nil) != (tc.set == nil) || len(set) != len(tc.set) || len(r.rep.Problems) != tc.problems {
+			t.Errorf("list %#v: set %v, problems %q; want %v and %d problems", tc.list, set, r.rep.Problems, tc.set, tc.problems)
+		}
+		for n := range tc.set {
+			if !set[n] {
+				t.Errorf("list %#v: %s not in the set %v", tc.list, n, set)
+			}
+		}
+	}
+}
+
+// With Keep 1, the newest non-current digest stays and the next one goes,
+// also without -short. Catches planAge's i < keepNewest moved by one or
+// inverted.
+func TestGCKeepOne(t *testing.T) {
+	s := newStore(t)
+	ds := gcHistory(t, s, "k", 4)
+	rep := gcRunT(t, s, GCOptions{Keep: 1, Now: gcAfterGrace, DryRun: true})
+	k, d := gcReasons(rep.Kept), gcReasons(rep.Deleted)
+	if k["k "+ds[3]] != GCCurrent || k["k "+ds[2]] != GCRecent || d["k "+ds[1]] != GCOld || d["k "+ds[0]] != GCOld {
+		t.Fatalf("kept %v, deleted %v", k, d)
+	}
+}
