@@ -713,3 +713,25 @@ func TestGCKeepOne(t *testing.T) {
 		t.Fatalf("kept %v, deleted %v", k, d)
 	}
 }
+
+// A string whose length runs one byte past the end of the index is
+// refused as corrupt, without a panic. Catches that bound's check joined
+// with && instead of || or computed as len+pos instead of len-pos.
+func TestIndexStringPastEnd(t *testing.T) {
+	good := sampleIndex(t, fixedObjs())
+	all := len(good) - 4 - indexHeader
+	const pos = 2 // after the first string's length (0) and the second's
+	if good[indexHeader] != 0 || all-pos+1 >= 0x80 {
+		t.Fatalf("fixed index not as expected: %d bytes", len(good))
+	}
+	b := append([]byte(nil), good...)
+	b[indexHeader+1] = byte(all - pos + 1)
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("panic: %v", p)
+		}
+	}()
+	if _, err := parseIndex(reseal(b)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("string past the end: %v, want ErrCorrupt", err)
+	}
+}
