@@ -735,3 +735,13 @@ func TestIndexStringPastEnd(t *testing.T) {
 		t.Fatalf("string past the end: %v, want ErrCorrupt", err)
 	}
 }
+
+// An index whose string table holds a name twice is refused: a query
+// finds one id by binary search and would miss the objects of the other.
+// Catches the strictly-ascending check relaxed (>= to >).
+func TestIndexDuplicateString(t *testing.T) {
+	b := encodeIndex([]string{"", "etcd", "etcd"}, []object{{name: 1, n: 1}, {name: 2, n: 1}}, 2)
+	if _, err := parseIndex(b); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("duplicate string: %v, want ErrCorrupt", err)
+	}
+}
