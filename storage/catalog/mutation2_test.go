@@ -745,3 +745,13 @@ func TestIndexDuplicateString(t *testing.T) {
 		t.Fatalf("duplicate string: %v, want ErrCorrupt", err)
 	}
 }
+
+// An index whose only string is not "" is refused: id 0 must mean "none",
+// and with one string no later one shows the table is wrong. Catches the
+// first-string check made at i != 0 instead of i == 0.
+func TestIndexSingleStringNotEmpty(t *testing.T) {
+	b := encodeIndex([]string{"etcd"}, []object{{n: 1}}, 1)
+	if _, err := parseIndex(b); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("only string %q: %v, want ErrCorrupt", "etcd", err)
+	}
+}
