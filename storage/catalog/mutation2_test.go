@@ -755,3 +755,25 @@ func TestIndexSingleStringNotEmpty(t *testing.T) {
 		t.Fatalf("only string %q: %v, want ErrCorrupt", "etcd", err)
 	}
 }
+
+// An object whose schema, package or name id is one past the string
+// table is refused, each field on its own, before a query indexes the
+// table with it. Catches any of the three bounds moved by one (>= to >)
+// and the object checks joined with && instead of ||.
+func TestIndexIDOutOfRange(t *testing.T) {
+	good := encodeIndex([]string{"", "a"}, []object{{schema: 1, pkg: 1, name: 1, n: 1}}, 1)
+	const obj = indexHeader + 3 // after "" (1 byte) and "a" (2 bytes)
+	if !bytes.Equal(good[obj:obj+4], []byte{1, 1, 1, 1}) {
+		t.Fatalf("unexpected layout % x", good)
+	}
+	if _, err := parseIndex(good); err != nil {
+		t.Fatal(err)
+	}
+	for f, field := range []string{"schema", "package", "name"} {
+		b := append([]byte(nil), good...)
+		b[obj+f] = 2 // the number of strings
+		if _, err := parseIndex(reseal(b)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s id past the strings: %v, want ErrCorrupt", field, err)
+		}
+	}
+}
