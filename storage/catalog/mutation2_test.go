@@ -777,3 +777,29 @@ func TestIndexIDOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// uvarintString decodes as binary.Uvarint does at every edge: a varint
+// cut short, the largest value (ten bytes, the last 1), and an overflow
+// (the tenth byte above 1) are told apart from values, and an eleventh
+// byte is never read. Catches the ten-byte limit moved (< to <=), the
+// tenth byte's bound moved or inverted,
+// the overflow check placed at an unreachable byte (MaxVarintLen64-1 to
+// +1), and an overflow reported as success (-(i+1) to +(i+1)).
+func TestUvarintStringEdges(t *testing.T) {
+	ff9 := strings.Repeat("\xff", 9)
+	for _, s := range []string{"", "\x00", "\x7f", "\x80", "\x80\x80", "\x80\x01", ff9, ff9 + "\x00", ff9 + "\x01", ff9 + "\x02", ff9 + "\x7f",
+		strings.Repeat("\x80", 9) + "\x01", strings.Repeat("\x80", 10) + "\x00"} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("% x: panic %v", s, p)
+				}
+			}()
+			v, n := uvarintString(s)
+			wv, wn := binary.Uvarint([]byte(s))
+			if (n > 0) != (wn > 0) || n > 0 && (v != wv || n != wn) {
+				t.Errorf("% x: %d, %d; binary.Uvarint %d, %d", s, v, n, wv, wn)
+			}
+		}()
+	}
+}
