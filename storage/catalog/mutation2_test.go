@@ -782,9 +782,9 @@ func TestIndexIDOutOfRange(t *testing.T) {
 // cut short, the largest value (ten bytes, the last 1), and an overflow
 // (the tenth byte above 1) are told apart from values, and an eleventh
 // byte is never read. Catches the ten-byte limit moved (< to <=), the
-// tenth byte's bound moved or inverted,
-// the overflow check placed at an unreachable byte (MaxVarintLen64-1 to
-// +1), and an overflow reported as success (-(i+1) to +(i+1)).
+// tenth byte's bound moved or inverted, the overflow check placed at an
+// unreachable byte (MaxVarintLen64-1 to +1), and an overflow reported as
+// success (-(i+1) to +(i+1)).
 func TestUvarintStringEdges(t *testing.T) {
 	ff9 := strings.Repeat("\xff", 9)
 	for _, s := range []string{"", "\x00", "\x7f", "\x80", "\x80\x80", "\x80\x01", ff9, ff9 + "\x00", ff9 + "\x01", ff9 + "\x02", ff9 + "\x7f",
