@@ -9,8 +9,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -823,5 +825,168 @@ func TestPointerKeyIsPublished(t *testing.T) {
 	}
 	if etags[0] == etags[1] {
 		t.Fatalf("ETag %q unchanged by a publish", etags[0])
+	}
+}
+
+// The GraphQL shape stored at Commit reads back equal to the one
+// rediscovered from the lines; meta without one is ErrNoGraphQL, and a
+// stored shape missing or of another size than meta says is ErrCorrupt.
+// Catches each check of GraphQLShape and DiscoverGraphQL inverted or
+// moved by one, and the shape's key computed wrongly.
+func TestGraphQLShapeStoredAndDiscovered(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	objs := genCatalog(rand.New(rand.NewPCG(7, 7)), 6)
+	d := digestOf("gql")
+	writeCatalog(t, s, "g", d, objs)
+	publish(t, s, "g", d, gcBase)
+	c, err := Open(ctx, s, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := c.GraphQLShape(ctx)
+	if err != nil {
+		t.Fatalf("GraphQLShape: %v", err)
+	}
+	found, err := c.DiscoverGraphQL(ctx)
+	if err != nil {
+		t.Fatalf("DiscoverGraphQL: %v", err)
+	}
+	a, _ := stored.Marshal()
+	b, _ := found.Marshal()
+	if !bytes.Equal(a, b) || len(a) < 10 {
+		t.Fatalf("stored shape %s, discovered %s", a, b)
+	}
+	size := c.Meta.GraphQLSize
+	for _, tc := range []struct {
+		size int64
+		want error
+	}{{0, ErrNoGraphQL}, {-1, ErrNoGraphQL}, {size - 1, ErrCorrupt}, {size + 1, ErrCorrupt}} {
+		c.Meta.GraphQLSize = tc.size
+		if _, err := c.GraphQLShape(ctx); !errors.Is(err, tc.want) {
+			t.Errorf("GraphQLSize %d of %d: %v, want %v", tc.size, size, err, tc.want)
+		}
+	}
+	c.Meta.GraphQLSize = size
+	if err := s.Delete(ctx, contentPrefix("g", d)+graphqlFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GraphQLShape(ctx); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("shape deleted: %v, want ErrCorrupt", err)
+	}
+	// Lines longer than the reader's first buffer are observed whole.
+	big := []obj{{"olm.bundle", "p", "big", []byte(`{"schema":"olm.bundle","pad":"` + strings.Repeat("x", 70<<10) + `","late":1}` + "\n")}}
+	writeCatalog(t, s, "big", d, big)
+	publish(t, s, "big", d, gcBase)
+	if c, err = Open(ctx, s, "big"); err != nil {
+		t.Fatal(err)
+	}
+	found, err = c.DiscoverGraphQL(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ = c.GraphQLShape(ctx)
+	a, _ = stored.Marshal()
+	b, _ = found.Marshal()
+	if !bytes.Equal(a, b) || !bytes.Contains(a, []byte("late")) {
+		t.Fatalf("long line: stored %s, discovered %s", a, b)
+	}
+}
+
+// Lines pages through the matches of a query in catalog order: offset
+// skips, limit bounds (MaxLines at most, 0 none, negatives as 0), and
+// matches far apart are read separately. Catches the paging, candidate
+// and grouping checks of Lines, page and candidates inverted or moved.
+func TestLinesPaging(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	objs := genCatalog(rand.New(rand.NewPCG(3, 9)), 12)
+	// Far-apart matches: a big object between two "far" ones.
+	objs = append(objs,
+		obj{"far", "fp", "f1", []byte(`{"f":1}` + "\n")},
+		obj{"pad", "", "", []byte(`{"pad":"` + strings.Repeat("y", 80<<10) + `"}` + "\n")},
+		obj{"far", "fp", "f2", []byte(`{"f":2}` + "\n")})
+	d := digestOf("lines")
+	writeCatalog(t, s, "ln", d, objs)
+	publish(t, s, "ln", d, gcBase)
+	c, err := Open(ctx, s, "ln")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(q Query, off, limit int) [][]byte {
+		var out [][]byte
+		for _, o := range objs {
+			if o.matches(q) {
+				out = append(out, o.line)
+			}
+		}
+		off = min(max(off, 0), len(out))
+		out = out[off:]
+		return out[:min(len(out), max(limit, 0), MaxLines)]
+	}
+	queries := []Query{{}, {Schema: "olm.bundle"}, {Package: "pkg-1"}, {Name: "n1"}, {Schema: "olm.channel", Name: "n2"},
+		{Schema: "olm.bundle", Package: "pkg-2", Name: "n3"}, {Schema: "far"}, {Package: "fp", Name: "f2"}, {Name: "nothing"}}
+	for _, q := range queries {
+		for _, pg := range [][2]int{{0, 1000}, {0, 1}, {1, 2}, {2, 1000}, {-1, 3}, {0, 0}, {0, -1}, {1 << 20, 5}} {
+			got, err := c.Lines(ctx, q, pg[0], pg[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := want(q, pg[0], pg[1]); len(got) != len(w) || len(w) > 0 && !bytes.Equal(bytes.Join(got, nil), bytes.Join(w, nil)) {
+				t.Errorf("%+v offset %d limit %d: %d lines, want %d", q, pg[0], pg[1], len(got), len(w))
+			}
+		}
+	}
+	many := make([]obj, MaxLines+5)
+	for i := range many {
+		many[i] = obj{"olm.bundle", "p", fmt.Sprint("b", i), fmt.Appendf(nil, `{"i":%d}`+"\n", i)}
+	}
+	writeCatalog(t, s, "many", d, many)
+	publish(t, s, "many", d, gcBase)
+	if c, err = Open(ctx, s, "many"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Lines(ctx, Query{Package: "p"}, 3, MaxLines+5); err != nil || len(got) != MaxLines || !bytes.Equal(got[0], many[3].line) {
+		t.Fatalf("over MaxLines: %d lines, %v", len(got), err)
+	}
+}
+
+// TakeTurn gives the named job to the first replica asking, for slightly
+// less than the interval, and to no one else within it; a bad name or
+// interval is refused, a corrupt record replaced. Catches TakeTurn's
+// checks inverted, its key, and the interval's shortening computed wrongly.
+func TestTakeTurnInterval(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	a := LeaseHolder{Replica: "a", Instance: "a1"}
+	b := LeaseHolder{Replica: "b", Instance: "b1"}
+	for _, every := range []time.Duration{0, -time.Second} {
+		if _, _, err := TakeTurn(ctx, s, "gc", a, every); !errors.Is(err, ErrInvalidTurn) {
+			t.Errorf("interval %v: %v", every, err)
+		}
+	}
+	if _, _, err := TakeTurn(ctx, s, "Bad/Name", a, time.Hour); !errors.Is(err, ErrInvalidTurn) {
+		t.Errorf("bad name: %v", err)
+	}
+	before := time.Now()
+	ok, rec, err := TakeTurn(ctx, s, "gc", a, 100*time.Second)
+	if err != nil || !ok || rec.Replica != "a" {
+		t.Fatalf("first: %v %+v %v", ok, rec, err)
+	}
+	if lo, hi := before.Add(95*time.Second), time.Now().Add(95*time.Second); rec.Expires.Before(lo) || rec.Expires.After(hi) {
+		t.Errorf("expires %v, want 95s after the take", rec.Expires)
+	}
+	if _, err := s.Stat(ctx, TurnKey("gc")); err != nil || TurnKey("gc") != "leases/gc" {
+		t.Errorf("TurnKey %q: %v", TurnKey("gc"), err)
+	}
+	ok, rec, err = TakeTurn(ctx, s, "gc", b, 100*time.Second)
+	if err != nil || ok || rec.Replica != "a" {
+		t.Fatalf("second within the interval: %v %+v %v", ok, rec, err)
+	}
+	if _, err := s.Put(ctx, TurnKey("poll"), strings.NewReader("{garbage")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, rec, err := TakeTurn(ctx, s, "poll", b, time.Minute); err != nil || !ok || rec.Replica != "b" {
+		t.Fatalf("over a corrupt record: %v %+v %v", ok, rec, err)
 	}
 }
