@@ -836,7 +836,10 @@ func TestPointerKeyIsPublished(t *testing.T) {
 func TestGraphQLShapeStoredAndDiscovered(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	objs := genCatalog(rand.New(rand.NewPCG(7, 7)), 6)
+	var objs []obj
+	for seed := uint64(1); len(objs) < 30; seed++ {
+		objs = genCatalog(rand.New(rand.NewPCG(seed, 7)), 6)
+	}
 	d := digestOf("gql")
 	writeCatalog(t, s, "g", d, objs)
 	publish(t, s, "g", d, gcBase)
@@ -900,7 +903,10 @@ func TestGraphQLShapeStoredAndDiscovered(t *testing.T) {
 func TestLinesPaging(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	objs := genCatalog(rand.New(rand.NewPCG(3, 9)), 12)
+	var objs []obj
+	for seed := uint64(1); len(objs) < 60; seed++ { // a catalog of some size
+		objs = genCatalog(rand.New(rand.NewPCG(seed, 9)), 12)
+	}
 	// Far-apart matches: a big object between two "far" ones.
 	objs = append(objs,
 		obj{"far", "fp", "f1", []byte(`{"f":1}` + "\n")},
@@ -925,7 +931,15 @@ func TestLinesPaging(t *testing.T) {
 		return out[:min(len(out), max(limit, 0), MaxLines)]
 	}
 	queries := []Query{{}, {Schema: "olm.bundle"}, {Package: "pkg-1"}, {Name: "n1"}, {Schema: "olm.channel", Name: "n2"},
-		{Schema: "olm.bundle", Package: "pkg-2", Name: "n3"}, {Schema: "far"}, {Package: "fp", Name: "f2"}, {Name: "nothing"}}
+		{Schema: "olm.bundle", Package: "pkg-2", Name: "n3"}, {Schema: "far"}, {Package: "fp", Name: "f2"}, {Name: "nothing"},
+		{Name: "n0-"}, {Package: "pkg-0-"}, {Schema: "olm.bundla"}} // unknown, each sorting just before a known one
+	for _, sc := range []string{"", "olm.bundle", "olm.channel", "custom.thing"} {
+		for _, pk := range []string{"", "pkg-1", "pkg-2"} {
+			for _, nm := range []string{"", "n1", "n4"} {
+				queries = append(queries, Query{Schema: sc, Package: pk, Name: nm})
+			}
+		}
+	}
 	for _, q := range queries {
 		for _, pg := range [][2]int{{0, 1000}, {0, 1}, {1, 2}, {2, 1000}, {-1, 3}, {0, 0}, {0, -1}, {1 << 20, 5}} {
 			got, err := c.Lines(ctx, q, pg[0], pg[1])
@@ -988,5 +1002,56 @@ func TestTakeTurnInterval(t *testing.T) {
 	}
 	if ok, rec, err := TakeTurn(ctx, s, "poll", b, time.Minute); err != nil || !ok || rec.Replica != "b" {
 		t.Fatalf("over a corrupt record: %v %+v %v", ok, rec, err)
+	}
+}
+
+// getCounter counts the ranged Gets of keys ending in catalog.jsonl.
+type getCounter struct {
+	storage.Store
+	mu   sync.Mutex
+	gets int
+}
+
+func (g *getCounter) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if strings.HasSuffix(key, "/"+contentFile) {
+		g.mu.Lock()
+		g.gets++
+		g.mu.Unlock()
+	}
+	return g.Store.Get(ctx, key, off, n)
+}
+
+// Lines reads matches at most 64 KB apart with one Get (a round trip on
+// object storage), long adjacent lines included, and farther ones apart.
+// Catches the gap between matches computed wrongly or compared with < or
+// > instead of <=.
+func TestLinesGroupsCloseMatches(t *testing.T) {
+	ctx := context.Background()
+	line := func(fill string, n int) []byte { // n bytes with the newline
+		return []byte(`{"p":"` + strings.Repeat(fill, n-9) + `"}` + "\n")
+	}
+	const gap = 64 << 10
+	for _, tc := range []struct {
+		pad  int
+		gets int
+	}{{gap, 1}, {gap + 1, 2}} {
+		s := newStore(t)
+		objs := []obj{{"a", "", "a1", line("x", 40<<10)}, {"a", "", "a2", line("x", 40<<10)},
+			{"pad", "", "", line("y", tc.pad)}, {"a", "", "a3", line("z", 20)}}
+		writeCatalog(t, s, "gap", digestOf("gap"), objs)
+		publish(t, s, "gap", digestOf("gap"), gcBase)
+		gc := &getCounter{Store: s}
+		c, err := Open(ctx, gc, "gap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gc.gets = 0
+		got, err := c.Lines(ctx, Query{Schema: "a"}, 0, 10)
+		if err != nil || len(got) != 3 || !bytes.Equal(got[2], objs[3].line) || !bytes.Equal(got[1], objs[1].line) {
+			t.Fatalf("gap %d: %d lines, %v", tc.pad, len(got), err)
+		}
+		if gc.gets != tc.gets {
+			t.Errorf("matches %d bytes apart: %d Gets, want %d", tc.pad, gc.gets, tc.gets)
+		}
 	}
 }
