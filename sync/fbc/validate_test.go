@@ -142,6 +142,10 @@ func TestValidateRules(t *testing.T) {
 		{"deprecated channel not found", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.channel, name: fast}, message: m}]\n", `package "foo": cannot deprecate channel "fast": channel not found`},
 		{"deprecated package with name", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.package, name: foo}, message: m}]\n", `package "foo": package name must be empty for deprecated package (specified "foo")`},
 		{"deprecation of unknown schema", validCatalog + "---\nschema: olm.deprecations\npackage: foo\nentries: [{reference: {schema: olm.thing, name: x}, message: m}]\n", `package "foo": cannot deprecate object olm.thing "x" referenced by entry 0: object schema unknown`},
+		// A property value of the wrong type is named by its property
+		// alone; one of a wrong field by the field too.
+		{"property value of another type", replace("value: {group: foo.io, kind: Foo, version: v1}", "value: x"), `bundle "foo.v0.2.0": property[1] of type "olm.gvk": cannot unmarshal string into Go value of type property.GVK`},
+		{"channel priority not a number", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}", "- type: olm.channel\n  value: {channelName: stable, priority: x}"), `bundle "foo.v0.2.0": property[1] of type "olm.channel": priority: cannot unmarshal string into Go value of type int`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
