@@ -146,6 +146,10 @@ func TestValidateRules(t *testing.T) {
 		// alone; one of a wrong field by the field too.
 		{"property value of another type", replace("value: {group: foo.io, kind: Foo, version: v1}", "value: x"), `bundle "foo.v0.2.0": property[1] of type "olm.gvk": cannot unmarshal string into Go value of type property.GVK`},
 		{"channel priority not a number", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}", "- type: olm.channel\n  value: {channelName: stable, priority: x}"), `bundle "foo.v0.2.0": property[1] of type "olm.channel": priority: cannot unmarshal string into Go value of type int`},
+		// Unknown keys are skipped, not the end of the check.
+		{"bad field after an unknown one", replace("value: {group: foo.io, kind: Foo, version: v1}", "value: {aaa: 1, group: [x], kind: Foo, version: v1}"), `bundle "foo.v0.2.0": property[1] of type "olm.gvk": group: cannot unmarshal array into Go value of type string`},
+		// A null byte is 0, and the bytes after it are still checked.
+		{"bad byte after a null one", replace("- type: olm.gvk\n  value: {group: foo.io, kind: Foo, version: v1}", "- type: olm.bundle.object\n  value: {data: [null, x]}"), `bundle "foo.v0.2.0": property[1] of type "olm.bundle.object": data: [1]: cannot unmarshal string into Go value of type uint8`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
