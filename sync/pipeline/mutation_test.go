@@ -1,0 +1,163 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
+	"github.com/catalogsync/catalogsync/sync/source"
+)
+
+// bigPackage is a valid package named name with n bundles in one
+// channel: a file of about n × 200 bytes.
+func bigPackage(name string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"schema":"olm.package","name":%q,"defaultChannel":"s"}`+"\n", name)
+	b.WriteString(`{"schema":"olm.channel","package":"` + name + `","name":"s","entries":[`)
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"name":"%s.v%d"`, name, i)
+		if i > 1 {
+			fmt.Fprintf(&b, `,"replaces":"%s.v%d"`, name, i-1)
+		}
+		b.WriteString("}")
+	}
+	b.WriteString("]}\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"schema":"olm.bundle","package":%q,"name":"%s.v%d","image":"example/%s:v%d","properties":[{"type":"olm.package","value":{"packageName":%q,"version":"%d.0.0"}}]}`+"\n",
+			name, name, i, name, i, name, i)
+	}
+	return b.String()
+}
+
+// A file larger than the inline size is parsed as it streams (not read
+// whole: it would not fit the read-ahead budget) and is summarised like
+// the others: a later sync that reads it whole (here, one with the
+// default sizes) reuses it when only another file changed.
+func TestUnitLargeFileStreamedAndReused(t *testing.T) {
+	t.Parallel()
+	big := bigPackage("big", 200) // about 40 KiB, over the 16 KiB inline size
+	src, st, pl := newUnit(t, pipeline.WithFileBudget(32<<10, 16<<10))
+	src.tag("reg/c:v1", newImage(t, tarLayer(t, entry{"configs/big.json", big}, entry{"configs/q.json", onePackage})))
+	res, err := runOnce(t, pl, "c", "reg/c:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 2 || res.FilesReused != 0 {
+		t.Fatalf("first sync: files %d, reused %d", res.Files, res.FilesReused)
+	}
+	changed := strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1)
+	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/big.json", big}, entry{"configs/q.json", changed})))
+	pl = pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
+	if res, err = runOnce(t, pl, "c", "reg/c:v2"); err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 2 || res.FilesReused != 1 {
+		t.Fatalf("second sync: files %d, reused %d; want the large file reused", res.Files, res.FilesReused)
+	}
+}
+
+// With WithVerifyReuse, a reused file whose published lines no longer
+// match its parse fails the sync instead of publishing them.
+func TestUnitVerifyCatchesAlteredContent(t *testing.T) {
+	t.Parallel()
+	src, st, pl := newUnit(t) // newUnit verifies reuse
+	src.tag("reg/c:v1", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", onePackage})))
+	if _, err := runOnce(t, pl, "c", "reg/c:v1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, _, err := catalog.Current(ctx, st, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "catalogs/c/" + strings.Replace(p.Digest, ":", "-", 1) + "/catalog.jsonl"
+	rc, err := st.Get(ctx, key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	altered := strings.Replace(string(published), `"example/a:v2"`, `"example/a:v9"`, 1) // same length
+	if altered == string(published) {
+		t.Fatal("fixture: nothing to alter")
+	}
+	if _, err := st.Put(ctx, key, strings.NewReader(altered)); err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1)
+	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", changed})))
+	_, err = runOnce(t, pl, "c", "reg/c:v2")
+	if se, ok := pipeline.AsError(err); !ok || se.Reason != pipeline.ReasonInternal || !strings.Contains(err.Error(), "incremental check") {
+		t.Fatalf("err = %v, want the incremental check's failure", err)
+	}
+}
+
+// eventLog records every event an observer hears.
+type eventLog struct {
+	mu     sync.Mutex
+	events []pipeline.Event
+}
+
+func (l *eventLog) Observe(e pipeline.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *eventLog) seen(ph pipeline.Phase) (pipeline.Event, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.Phase == ph {
+			return e, true
+		}
+	}
+	return pipeline.Event{}, false
+}
+
+// Observers hear of a sync while it runs, not when it ends, and every
+// event names the digest being synced once it is known.
+func TestUnitEventsLiveWithDigest(t *testing.T) {
+	t.Parallel()
+	src, _, pl := newUnit(t)
+	img := newImage(t, catalogLayer(t))
+	src.tag("reg/c:v1", img)
+	release := make(chan struct{})
+	src.layer = func(ctx context.Context, data []byte) (*source.LayerReader, error) {
+		<-release
+		return source.NewLayerReader(bytes.NewReader(data)), nil
+	}
+	log := &eventLog{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runOnce(t, pl, "c", "reg/c:v1", log)
+		done <- err
+	}()
+	waitUntil(t, "a Pulling event while the layer is held", func() bool {
+		_, ok := log.seen(pipeline.PhasePulling)
+		return ok
+	})
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, e := range log.events {
+		if e.Phase != pipeline.PhaseResolving && e.Digest != img.digest {
+			t.Errorf("%s event with digest %q, want %q", e.Phase, e.Digest, img.digest)
+		}
+	}
+}
