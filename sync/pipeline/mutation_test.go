@@ -161,3 +161,50 @@ func TestUnitEventsLiveWithDigest(t *testing.T) {
 		}
 	}
 }
+
+// A changed file that comes after a reused one is still validated: an
+// invalid one is refused, and the catalog published before stays.
+func TestUnitChangedFileAfterReusedIsValidated(t *testing.T) {
+	t.Parallel()
+	src, st, pl := newUnit(t)
+	src.tag("reg/c:v1", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", onePackage})))
+	first, err := runOnce(t, pl, "c", "reg/c:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(onePackage, `"entries":[{"name":"q.v1"}]`, `"entries":[{"name":"q.v2"}]`, 1) // an entry with no bundle
+	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", broken})))
+	_, err = runOnce(t, pl, "c", "reg/c:v2")
+	if se, ok := pipeline.AsError(err); !ok || se.Reason != pipeline.ReasonInvalidCatalog {
+		t.Fatalf("err = %v, want InvalidCatalog", err)
+	}
+	if p, _, err := catalog.Current(context.Background(), st, "c"); err != nil || p.Digest != first.Digest {
+		t.Fatalf("served %+v %v, want the first digest %s", p, err, first.Digest)
+	}
+}
+
+// Pulling events number the layers as they are read, topmost first:
+// layer 1 of 2 is the image's last.
+func TestUnitPullingEventsNumberLayers(t *testing.T) {
+	t.Parallel()
+	src, _, pl := newUnit(t)
+	src.tag("reg/c:v1", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 2)}), catalogLayer(t)))
+	log := &eventLog{}
+	if _, err := runOnce(t, pl, "c", "reg/c:v1", log); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	var layers []int
+	for _, e := range log.events {
+		if e.Phase == pipeline.PhasePulling && (len(layers) == 0 || layers[len(layers)-1] != e.Layer) {
+			if e.Layers != 2 {
+				t.Fatalf("a Pulling event of %d layers, want 2", e.Layers)
+			}
+			layers = append(layers, e.Layer)
+		}
+	}
+	if fmt.Sprint(layers) != "[1 2]" {
+		t.Fatalf("layers in the order pulled: %v, want [1 2]", layers)
+	}
+}
