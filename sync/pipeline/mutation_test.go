@@ -208,3 +208,44 @@ func TestUnitPullingEventsNumberLayers(t *testing.T) {
 		t.Fatalf("layers in the order pulled: %v, want [1 2]", layers)
 	}
 }
+
+// meta.json says whether the content was written as the layer streamed:
+// a one-layer image in walk order is.
+func TestUnitStreamedStat(t *testing.T) {
+	t.Parallel()
+	src, st, pl := newUnit(t)
+	src.tag("reg/c:v1", newImage(t, catalogLayer(t)))
+	res, err := runOnce(t, pl, "c", "reg/c:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok, err := catalog.HasContent(context.Background(), st, "c", res.Digest)
+	if err != nil || !ok {
+		t.Fatalf("content of %s: %v %v", res.Digest, ok, err)
+	}
+	if m.Stats["streamed"] != true {
+		t.Fatalf("stats %v, want streamed", m.Stats)
+	}
+}
+
+// Reused files on either side of a changed one are copied from their own
+// places in the published catalog.jsonl (two runs of earlier lines).
+func TestUnitReuseAroundAChangedFile(t *testing.T) {
+	t.Parallel()
+	src, _, pl := newUnit(t) // verifies every reused line against a parse
+	files := func(q string) []byte {
+		return tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", q}, entry{"configs/z.json", bigPackage("z", 4)})
+	}
+	src.tag("reg/c:v1", newImage(t, files(onePackage)))
+	if _, err := runOnce(t, pl, "c", "reg/c:v1"); err != nil {
+		t.Fatal(err)
+	}
+	src.tag("reg/c:v2", newImage(t, files(strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1))))
+	res, err := runOnce(t, pl, "c", "reg/c:v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 3 || res.FilesReused != 2 {
+		t.Fatalf("files %d, reused %d; want 3 and 2", res.Files, res.FilesReused)
+	}
+}
