@@ -249,3 +249,26 @@ func TestUnitReuseAroundAChangedFile(t *testing.T) {
 		t.Fatalf("files %d, reused %d; want 3 and 2", res.Files, res.FilesReused)
 	}
 }
+
+// A file with no objects (an empty one) is left out of the summary: a
+// record of no lines would make the whole summary unusable, and the next
+// sync would reuse nothing.
+func TestUnitEmptyFileKeepsSummaryUsable(t *testing.T) {
+	t.Parallel()
+	src, _, pl := newUnit(t)
+	files := func(q string) []byte {
+		return tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/empty.json", ""}, entry{"configs/q.json", q})
+	}
+	src.tag("reg/c:v1", newImage(t, files(onePackage)))
+	if _, err := runOnce(t, pl, "c", "reg/c:v1"); err != nil {
+		t.Fatal(err)
+	}
+	src.tag("reg/c:v2", newImage(t, files(strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1))))
+	res, err := runOnce(t, pl, "c", "reg/c:v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesReused < 1 {
+		t.Fatalf("files %d, reused %d; want a.json reused", res.Files, res.FilesReused)
+	}
+}
