@@ -313,3 +313,23 @@ func TestUnitSignatureOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// Once files arrive out of order the streamed write is dropped, and the
+// streamer keeps taking files however many follow (its queue holds 1024):
+// the layer is read to its end and the content written after the pull.
+func TestUnitManyFilesAfterStreamingIsDropped(t *testing.T) {
+	t.Parallel()
+	src, _, pl := newUnit(t)
+	entries := []entry{{"configs/z.json", bigPackage("z", 1)}} // before a*: not walk order
+	for i := range 1100 {
+		entries = append(entries, entry{fmt.Sprintf("configs/a%04d.json", i), bigPackage(fmt.Sprintf("a%04d", i), 1)})
+	}
+	src.tag("reg/c:v1", newImage(t, tarLayer(t, entries...)))
+	res, err := runOnce(t, pl, "c", "reg/c:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 1101 {
+		t.Fatalf("%d files, want 1101", res.Files)
+	}
+}
