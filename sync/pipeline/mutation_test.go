@@ -39,6 +39,23 @@ func bigPackage(name string, n int) string {
 	return b.String()
 }
 
+// qFixed is onePackage after a release changed its bundle's image.
+var qFixed = strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1)
+
+// resync syncs catalog "c" from layer(onePackage) as reg/c:v1, then from
+// layer(q) as reg/c:v2, and returns both results; the second sync's error
+// is the caller's to judge.
+func resync(t *testing.T, src *fakeSource, pl *pipeline.Pipeline, layer func(q string) []byte, q string) (first, second pipeline.Result, err error) {
+	t.Helper()
+	src.tag("reg/c:v1", newImage(t, layer(onePackage)))
+	if first, err = runOnce(t, pl, "c", "reg/c:v1"); err != nil {
+		t.Fatal(err)
+	}
+	src.tag("reg/c:v2", newImage(t, layer(q)))
+	second, err = runOnce(t, pl, "c", "reg/c:v2")
+	return first, second, err
+}
+
 // A file larger than the inline size is parsed as it streams (not read
 // whole: it would not fit the read-ahead budget) and is summarised like
 // the others: a later sync that reads it whole (here, one with the
@@ -55,8 +72,7 @@ func TestUnitLargeFileStreamedAndReused(t *testing.T) {
 	if res.Files != 2 || res.FilesReused != 0 {
 		t.Fatalf("first sync: files %d, reused %d", res.Files, res.FilesReused)
 	}
-	changed := strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1)
-	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/big.json", big}, entry{"configs/q.json", changed})))
+	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/big.json", big}, entry{"configs/q.json", qFixed})))
 	pl = pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 	if res, err = runOnce(t, pl, "c", "reg/c:v2"); err != nil {
 		t.Fatal(err)
@@ -97,8 +113,7 @@ func TestUnitVerifyCatchesAlteredContent(t *testing.T) {
 	if _, err := st.Put(ctx, key, strings.NewReader(altered)); err != nil {
 		t.Fatal(err)
 	}
-	changed := strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1)
-	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", changed})))
+	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", qFixed})))
 	_, err = runOnce(t, pl, "c", "reg/c:v2")
 	if se, ok := pipeline.AsError(err); !ok || se.Reason != pipeline.ReasonInternal || !strings.Contains(err.Error(), "incremental check") {
 		t.Fatalf("err = %v, want the incremental check's failure", err)
@@ -168,14 +183,10 @@ func TestUnitEventsLiveWithDigest(t *testing.T) {
 func TestUnitChangedFileAfterReusedIsValidated(t *testing.T) {
 	t.Parallel()
 	src, st, pl := newUnit(t)
-	src.tag("reg/c:v1", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", onePackage})))
-	first, err := runOnce(t, pl, "c", "reg/c:v1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	broken := strings.Replace(onePackage, `"entries":[{"name":"q.v1"}]`, `"entries":[{"name":"q.v2"}]`, 1) // an entry with no bundle
-	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", broken})))
-	_, err = runOnce(t, pl, "c", "reg/c:v2")
+	first, _, err := resync(t, src, pl, func(q string) []byte {
+		return tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", q})
+	}, broken)
 	if se, ok := pipeline.AsError(err); !ok || se.Reason != pipeline.ReasonInvalidCatalog {
 		t.Fatalf("err = %v, want InvalidCatalog", err)
 	}
@@ -234,15 +245,9 @@ func TestUnitStreamedStat(t *testing.T) {
 func TestUnitReuseAroundAChangedFile(t *testing.T) {
 	t.Parallel()
 	src, _, pl := newUnit(t) // verifies every reused line against a parse
-	files := func(q string) []byte {
+	_, res, err := resync(t, src, pl, func(q string) []byte {
 		return tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/q.json", q}, entry{"configs/z.json", bigPackage("z", 4)})
-	}
-	src.tag("reg/c:v1", newImage(t, files(onePackage)))
-	if _, err := runOnce(t, pl, "c", "reg/c:v1"); err != nil {
-		t.Fatal(err)
-	}
-	src.tag("reg/c:v2", newImage(t, files(strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1))))
-	res, err := runOnce(t, pl, "c", "reg/c:v2")
+	}, qFixed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,15 +262,9 @@ func TestUnitReuseAroundAChangedFile(t *testing.T) {
 func TestUnitEmptyFileKeepsSummaryUsable(t *testing.T) {
 	t.Parallel()
 	src, _, pl := newUnit(t)
-	files := func(q string) []byte {
+	_, res, err := resync(t, src, pl, func(q string) []byte {
 		return tarLayer(t, entry{"configs/a.json", bigPackage("a", 3)}, entry{"configs/empty.json", ""}, entry{"configs/q.json", q})
-	}
-	src.tag("reg/c:v1", newImage(t, files(onePackage)))
-	if _, err := runOnce(t, pl, "c", "reg/c:v1"); err != nil {
-		t.Fatal(err)
-	}
-	src.tag("reg/c:v2", newImage(t, files(strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1))))
-	res, err := runOnce(t, pl, "c", "reg/c:v2")
+	}, qFixed)
 	if err != nil {
 		t.Fatal(err)
 	}
