@@ -37,12 +37,13 @@ for p in "${pkgs[@]}"; do
   p=${p#./}
   f="$out/$(echo "$p" | tr / _).json"
   echo "== $p" >&2
-  # Each mutant runs the package's -short tests; timeouts count as killed
+  # Each mutant runs the package's -short tests, stopping at the first
+  # failure (a killed mutant needs no more); timeouts count as killed
   # (the test noticed something hung).
   excl=(-E /)  # file paths are relative to the package: a "/" is a subpackage
   read -ra more <<<"${MUTATION_EXCLUDE:-}"
   for e in ${more[@]+"${more[@]}"}; do excl+=(-E "$e"); done
-  GOFLAGS=-short "$bin" unleash --workers "${MUTATION_WORKERS:-2}" \
+  GOFLAGS="-short -failfast" "$bin" unleash --workers "${MUTATION_WORKERS:-2}" \
     --timeout-coefficient "${MUTATION_TIMEOUT:-10}" "${excl[@]}" \
     --invert-logical --invert-loopctrl -o "$f" "./$p" >"$out/$(echo "$p" | tr / _).log" 2>&1 || true
   results+=("$p=$f")
