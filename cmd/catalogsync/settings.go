@@ -63,11 +63,12 @@ type s3Flags struct {
 	Region       string        `name:"s3-region" env:"CATALOGSYNC_S3_REGION" docdefault:"from the SDK chain" help:"region (else AWS_REGION; us-east-1 with --s3-endpoint)"`
 	Prefix       string        `name:"s3-prefix" env:"CATALOGSYNC_S3_PREFIX" help:"key prefix, so several deployments share a bucket"`
 	PathStyle    bool          `name:"s3-path-style" env:"CATALOGSYNC_S3_PATH_STYLE" help:"path-style addressing (MinIO)"`
+	Concurrency  int           `name:"s3-upload-concurrency" env:"CATALOGSYNC_S3_UPLOAD_CONCURRENCY" default:"${s3Concurrency}" check:"positive" help:"parts of one upload sent at once, each a 5 MiB buffer (more for a far S3; fewer keeps memory low)"`
 	StallTimeout time.Duration `name:"s3-stall-timeout" env:"CATALOGSYNC_S3_STALL_TIMEOUT" default:"${s3Stall}" check:"nonneg" help:"a store that sends nothing this long (no response, no byte either way) fails the request; slow transfers are fine"`
 }
 
 func (f s3Flags) config() s3.Config {
-	return s3.Config{Bucket: f.Bucket, Endpoint: f.Endpoint, Region: f.Region, Prefix: f.Prefix, PathStyle: f.PathStyle, StallTimeout: f.StallTimeout}
+	return s3.Config{Bucket: f.Bucket, Endpoint: f.Endpoint, Region: f.Region, Prefix: f.Prefix, PathStyle: f.PathStyle, Concurrency: f.Concurrency, StallTimeout: f.StallTimeout}
 }
 
 // configFlag names serve's catalogs file.
@@ -120,14 +121,15 @@ var fileOnly = []struct{ Key, Help string }{
 // vars fill the ${...} in the declarations from the packages' constants.
 func vars() kong.Vars {
 	return kong.Vars{
-		"defaultStore": defaultStore,
-		"s3Stall":      shortDuration(s3.DefaultStallTimeout),
-		"stall":        shortDuration(source.DefaultStallTimeout),
-		"regconf":      regconf.DefaultPath,
-		"keep":         fmt.Sprint(catalog.DefaultKeep),
-		"grace":        shortDuration(catalog.DefaultGrace),
-		"unconfigured": shortDuration(catalog.DefaultUnconfiguredAge),
-		"leftover":     shortDuration(catalog.DefaultLeftoverAge),
+		"defaultStore":  defaultStore,
+		"s3Stall":       shortDuration(s3.DefaultStallTimeout),
+		"s3Concurrency": fmt.Sprint(s3.DefaultConcurrency),
+		"stall":         shortDuration(source.DefaultStallTimeout),
+		"regconf":       regconf.DefaultPath,
+		"keep":          fmt.Sprint(catalog.DefaultKeep),
+		"grace":         shortDuration(catalog.DefaultGrace),
+		"unconfigured":  shortDuration(catalog.DefaultUnconfiguredAge),
+		"leftover":      shortDuration(catalog.DefaultLeftoverAge),
 	}
 }
 

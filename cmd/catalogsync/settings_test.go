@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/catalogsync/catalogsync/storage/s3"
 )
 
 // parseArgs parses args as the command does, without running anything.
@@ -346,5 +348,29 @@ func TestReadmeTableIsGenerated(t *testing.T) {
 	}
 	if string(want) != string(b) {
 		t.Fatal("README.md's configuration table differs from the declarations: go run ./cmd/catalogsync docs --readme README.md")
+	}
+}
+
+// The upload concurrency reaches the store's config, from its default or
+// the flag; zero is refused rather than left to the store's default.
+func TestS3UploadConcurrency(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_S3_UPLOAD_CONCURRENCY")
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"sync"}, s3.DefaultConcurrency},
+		{[]string{"sync", "--s3-upload-concurrency", "4"}, 4},
+	} {
+		c, _, err := parseArgs(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Sync.S3.config().Concurrency; got != tc.want {
+			t.Errorf("%v: concurrency %d, want %d", tc.args, got, tc.want)
+		}
+	}
+	if _, _, err := parseArgs(t, "sync", "--s3-upload-concurrency", "0"); err == nil {
+		t.Error("--s3-upload-concurrency 0 accepted")
 	}
 }

@@ -65,9 +65,13 @@ var (
 )
 
 // Defaults of the transfer manager's part size and parallel parts per Put.
+// One part at a time: the part buffers share the process's memory with
+// the parse, and on two cores with MinIO beside it a 220 MB sync took
+// 4.2-4.5 s with one and 5.5-5.8 s with three (anon peak 54 against 64
+// MiB, docs/benchmarks.md). A far S3 may want more (--s3-upload-concurrency).
 const (
 	DefaultPartSize    = 5 << 20
-	DefaultConcurrency = 3
+	DefaultConcurrency = 1
 	// minPartSize is the smallest part S3 accepts (but for the last).
 	minPartSize = 5 << 20
 	// abortTimeout bounds the abort of a failed multipart upload, which

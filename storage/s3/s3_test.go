@@ -344,9 +344,9 @@ func TestPutMemoryFlat(t *testing.T) {
 		peaks[size] = peak
 		t.Logf("Put %d MiB: heap peak +%.1f MiB", size>>20, float64(peak)/(1<<20))
 	}
-	// (Concurrency+2) parts of 5 MiB is 25 MiB; allow for SDK buffers and
-	// the first part, which the SDK reads with a growing buffer.
-	const bound = 48 << 20
+	// (Concurrency+2) parts of 5 MiB (15 MiB by default); allow for SDK
+	// buffers and the first part, which the SDK reads with a growing buffer.
+	const bound = (DefaultConcurrency+2)*DefaultPartSize + 12<<20
 	for size, p := range peaks {
 		if p > bound {
 			t.Errorf("Put of %d MiB grew the heap by %d MiB, bound %d MiB", size>>20, p>>20, bound>>20)
