@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"os"
 	"runtime"
 	"testing"
 )
@@ -22,5 +23,17 @@ func TestOptionsKeepDefaultsForZero(t *testing.T) {
 	}
 	if p = New(nil, nil, WithFileBudget(0, 1<<10)); p.inline != 1<<10 || p.budget != def.budget {
 		t.Fatalf("inline only: budget %d inline %d", p.budget, p.inline)
+	}
+}
+
+// Without WithReplica the lease names this host, so an operator can tell
+// which pod holds a catalog.
+func TestDefaultReplicaIsHostName(t *testing.T) {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		t.Skipf("no host name here: %q, %v", h, err)
+	}
+	if got := New(nil, nil).holder.Replica; got != h {
+		t.Fatalf("default replica %q, want the host name %q", got, h)
 	}
 }
