@@ -4,7 +4,7 @@
 // as timed out on a loaded machine (a slow survivor looks the same as a
 // hang), and tests a random sample of a large file's mutants.
 //
-//	go run ./test/mutation/recheck [-timeout 90s] [-run RE] [-sample N -seed S] [-log FILE] PKGDIR <mutants
+//	go run ./test/mutation/recheck [-timeout 90s] [-run RE] [-sample N -seed S] [-list] [-log FILE] PKGDIR <mutants
 //
 // Each input line names a mutant as gremlins prints it ("... LIVED
 // CONDITIONALS_NEGATION at parse.go:53:18"); other lines are skipped.
@@ -37,6 +37,7 @@ func main() {
 	sample := flag.Int("sample", 0, "test this many mutants drawn at random (0: all)")
 	seed := flag.Uint64("seed", 1, "seed of -sample")
 	logFile := flag.String("log", "", "append gremlins-style status lines to this file")
+	list := flag.Bool("list", false, "print the mutants that would be tested, and stop")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: recheck [flags] PKGDIR <mutants")
@@ -49,6 +50,12 @@ func main() {
 	}
 	if *sample > 0 && *sample < len(ms) {
 		ms = draw(ms, *sample, *seed)
+	}
+	if *list {
+		for _, m := range ms {
+			fmt.Println(m)
+		}
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
