@@ -1,0 +1,177 @@
+package fbc
+
+// Tests written for the mutants of the streaming parser (parse.go,
+// stream.go, yamlslow.go) that gremlins found alive or not covered
+// (docs/testing.md).
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// scriptReader returns its chunks one Read at a time, the last one together
+// with io.EOF (as some readers do), and then err (io.EOF if nil).
+type scriptReader struct {
+	chunks []string
+	err    error
+}
+
+func (c *scriptReader) Read(b []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		return 0, io.EOF
+	}
+	n := copy(b, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	if c.chunks[0] != "" {
+		return n, nil
+	}
+	c.chunks = c.chunks[1:]
+	if len(c.chunks) == 0 && c.err == nil {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// parseBlobs parses in and returns the objects' blobs, one after another.
+func parseBlobs(t *testing.T, r io.Reader) (string, int, error) {
+	t.Helper()
+	var b strings.Builder
+	n := 0
+	err := Parse(r, func(o Object) error {
+		b.Write(o.Blob)
+		n++
+		return nil
+	})
+	return b.String(), n, err
+}
+
+// Brackets and quotes inside JSON strings do not end an object; nested
+// objects and arrays do not end it early.
+func TestParseJSONBracketsInStrings(t *testing.T) {
+	in := `{"schema":"a","s":"}]{[\"\\","v":[{"x":[1,[]]},{}],"o":{"p":{}}}` + ` {"schema":"b","t":"\""}`
+	want := `{"o":{"p":{}},"s":"}]{[\"\\","schema":"a","v":[{"x":[1,[]]},{}]}` + "\n" + `{"schema":"b","t":"\""}` + "\n"
+	got, n, err := parseBlobs(t, strings.NewReader(in))
+	if err != nil || n != 2 || got != want {
+		t.Fatalf("%d objects, %v:\n got %q\nwant %q", n, err, got, want)
+	}
+}
+
+// The parser drops buffers larger than 4 MiB when it goes back to the
+// pool, and keeps smaller ones warm. (Memory only: no output shows it.)
+func TestParserReleaseKeepsBuffersUpTo4MiB(t *testing.T) {
+	const keep = 4 << 20
+	backing := make([]byte, keep+1)
+	for _, size := range []int{keep, keep + 1} {
+		p := new(parser)
+		p.w.buf = backing[:0:size]
+		p.a.strs = backing[:0:size]
+		p.out = backing[:0:size]
+		p.a.tmp = backing[:0:size]
+		p.release()
+		for name, b := range map[string][]byte{"window": p.w.buf, "strings": p.a.strs, "output": p.out, "scratch": p.a.tmp} {
+			if kept := b != nil; kept != (size == keep) {
+				t.Errorf("cap %d: %s buffer kept %v", size, name, kept)
+			}
+		}
+	}
+}
+
+// The first read that fills the 4096 bytes looked at for a leading '{'
+// ends the look-ahead: objects before a later read error still come out.
+func TestParseLookAheadStopsAt4096Bytes(t *testing.T) {
+	head := "schema: a\n---\nschema: b\npad: "
+	head += strings.Repeat("x", peekSize-len(head))
+	boom := errors.New("boom")
+	_, n, err := parseBlobs(t, &scriptReader{chunks: []string{head}, err: boom})
+	if !errors.Is(err, boom) || n != 1 {
+		t.Fatalf("%d objects, %v; want 1 and %v", n, err, boom)
+	}
+}
+
+// A reader that keeps returning nothing ends the parse with
+// io.ErrNoProgress after 100 tries, even if it would give data later.
+func TestParseReaderWithoutProgress(t *testing.T) {
+	r := &stallReader{stalls: 150, data: "schema: a\n"}
+	_, n, err := parseBlobs(t, r)
+	if !errors.Is(err, io.ErrNoProgress) || n != 0 {
+		t.Fatalf("%d objects, %v; want %v", n, err, io.ErrNoProgress)
+	}
+}
+
+// stallReader returns (0, nil) stalls times, then data, then io.EOF.
+type stallReader struct {
+	stalls int
+	data   string
+}
+
+func (s *stallReader) Read(b []byte) (int, error) {
+	if s.stalls > 0 {
+		s.stalls--
+		return 0, nil
+	}
+	if s.data == "" {
+		return 0, io.EOF
+	}
+	n := copy(b, s.data)
+	s.data = s.data[n:]
+	return n, nil
+}
+
+// Data that comes with io.EOF is read: here the end of a JSON object that
+// started past the look-ahead.
+func TestParseDataWithEOF(t *testing.T) {
+	pad := strings.Repeat("x", peekSize)
+	r := &scriptReader{chunks: []string{`{"schema":"a"}{"schema":"b"}{"schema":"c","pad":"` + pad, `"}`}}
+	got, n, err := parseBlobs(t, r)
+	if err != nil || n != 3 || !strings.HasSuffix(got, `{"pad":"`+pad+`","schema":"c"}`+"\n") {
+		t.Fatalf("%d objects, %v", n, err)
+	}
+}
+
+// A document may be exactly MaxDocumentBytes long; one byte more is
+// refused. The window is set up as if that much had been kept, without
+// holding 64 MiB.
+func TestWindowDocumentLimit(t *testing.T) {
+	for _, held := range []int{MaxDocumentBytes, MaxDocumentBytes + 1} {
+		w := window{r: strings.NewReader("x"), base: held}
+		ok := w.fill()
+		if wantOK := held == MaxDocumentBytes; ok != wantOK || (w.err == nil) != wantOK {
+			t.Errorf("%d bytes held: fill %v, %v", held, ok, w.err)
+		}
+	}
+}
+
+// The window's buffer grows only when less than half a read chunk of it
+// is free, and then at least doubles. (Memory only: no output shows it.)
+func TestWindowGrowth(t *testing.T) {
+	for _, tc := range []struct{ free, wantCap int }{{readChunk / 2, readChunk}, {readChunk/2 - 1, 2 * readChunk}} {
+		w := window{r: strings.NewReader("x"), buf: make([]byte, readChunk-tc.free, readChunk)}
+		if !w.fill() || cap(w.buf) != tc.wantCap {
+			t.Errorf("%d bytes free: cap %d after fill, want %d (%v)", tc.free, cap(w.buf), tc.wantCap, w.err)
+		}
+	}
+	w := window{r: strings.NewReader("schema: a\n")}
+	if !w.fill() || string(w.buf) != "schema: a\n" || cap(w.buf) != readChunk {
+		t.Fatalf("first fill: %q (cap %d), %v", w.buf, cap(w.buf), w.err)
+	}
+}
+
+// Only the failed value's own size counts against the YAML retry limit,
+// not where it starts: a small flow mapping after a first object of 4 MiB
+// (white space, mostly) is still retried as YAML.
+func TestParseYAMLRetryFarIntoTheStream(t *testing.T) {
+	in := `{"schema":"a"` + strings.Repeat(" ", maxYAMLRetry) + "}\n{schema: b}\n"
+	var names []string
+	err := Parse(strings.NewReader(in), func(o Object) error {
+		names = append(names, o.Schema)
+		return nil
+	})
+	if err != nil || strings.Join(names, ",") != "a,b" {
+		t.Fatalf("objects %q, %v", names, err)
+	}
+}
