@@ -5,6 +5,7 @@ package fbc
 // (docs/testing.md).
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -173,5 +174,36 @@ func TestParseYAMLRetryFarIntoTheStream(t *testing.T) {
 	})
 	if err != nil || strings.Join(names, ",") != "a,b" {
 		t.Fatalf("objects %q, %v", names, err)
+	}
+}
+
+// fromYAML takes values of types that yaml.v2 never produces for an any
+// target (so Parse cannot reach this fallback) through the JSON round
+// trip, under the same depth limit as everything else.
+func TestFromYAMLOtherTypes(t *testing.T) {
+	var a arena
+	conv := func(v any, depth int) (string, error) {
+		a.reset()
+		n, err := a.fromYAML(v, depth)
+		if err != nil {
+			return "", err
+		}
+		return string(a.encode(nil, n)), nil
+	}
+	v := map[string]any{"b": []string{"x"}, "a": json.Number("1.5"), "c": map[string]any{"d": nil}}
+	if got, err := conv(v, 0); err != nil || got != `{"a":1.5,"b":["x"],"c":{"d":null}}` {
+		t.Errorf("round trip: %s, %v", got, err)
+	}
+	if got, err := conv(map[string]any{}, maxDepth-1); err != nil || got != "{}" {
+		t.Errorf("object at the depth limit: %s, %v", got, err)
+	}
+	for _, v := range []any{map[string]any{}, map[string]any{"a": map[string]any{}}} {
+		depth := maxDepth - len(v.(map[string]any))
+		if got, err := conv(v, depth); !errors.Is(err, errDepth) {
+			t.Errorf("%v at depth %d: %s, %v; want %v", v, depth, got, err, errDepth)
+		}
+	}
+	if _, err := conv(make(chan int), 0); err == nil {
+		t.Error("a channel converted")
 	}
 }
