@@ -270,3 +270,179 @@ func TestYAMLEntriesAmbiguous(t *testing.T) {
 		}
 	}
 }
+
+// objects parses in (read in the given chunks) and returns the objects'
+// blobs, an empty object as "<empty>".
+func objects(t *testing.T, chunks ...string) ([]string, error) {
+	t.Helper()
+	var got []string
+	err := Parse(&scriptReader{chunks: chunks}, func(o Object) error {
+		if o.Blob == nil {
+			got = append(got, "<empty>")
+		} else {
+			got = append(got, strings.TrimSuffix(string(o.Blob), "\n"))
+		}
+		return nil
+	})
+	return got, err
+}
+
+// pad fills a first read past the 4096 bytes looked at for a leading '{',
+// so that what follows comes in later reads.
+var pad = strings.Repeat(" ", peekSize)
+
+// JSON values and the white space between them may be cut anywhere by
+// reads.
+func TestParseJSONAcrossReads(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		chunks []string
+		want   string
+	}{
+		{"object after a read boundary", []string{`{"schema":"a"}` + pad, `{"schema":"b"}`}, `{"schema":"a"}|{"schema":"b"}`},
+		{"null cut by a read", []string{`{"schema":"a"}{"schema":"b"}` + pad + "nu", "ll"}, `{"schema":"a"}|{"schema":"b"}|null`},
+		{"white space before YAML cut by a read", []string{`{"schema":"a"}` + pad + "  s", "chema: b\n"}, `{"schema":"a"}|{"schema":"b"}`},
+		{"YAML cut by a read right after JSON", []string{`{"schema":"a","pad":"` + pad + `"}s`, "chema: b\n"}, `{"pad":"` + pad + `","schema":"a"}|{"schema":"b"}`},
+	} {
+		got, err := objects(t, c.chunks...)
+		if err != nil || strings.Join(got, "|") != c.want {
+			t.Errorf("%s: %q, %v; want %s", c.name, got, err, c.want)
+		}
+	}
+}
+
+// A JSON null is handed out as soon as it is read: the parser does not
+// read the rest of the stream first.
+func TestParseJSONNullStreams(t *testing.T) {
+	r := &scriptReader{chunks: []string{`{"schema":"a"}` + "\nnull\n" + pad, `{"schema":"b"}`, `{"schema":"c"}`}}
+	unread := -1
+	err := Parse(r, func(o Object) error {
+		if string(o.Blob) == "null\n" {
+			unread = len(r.chunks)
+		}
+		return nil
+	})
+	if err != nil || unread != 2 {
+		t.Fatalf("%d reads left when null came out, %v; want 2", unread, err)
+	}
+}
+
+// An error about a value that is no JSON object names that value, also
+// after the window has dropped earlier input.
+func TestParseJSONBadValueAfterManyObjects(t *testing.T) {
+	objs := strings.Repeat(`{"schema":"a"}`, peekSize/14+1)
+	_, err := objects(t, objs, "7")
+	if err == nil || !strings.Contains(err.Error(), "expected a JSON object, found '7'") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// The YAML retry after a JSON stream follows YAMLOrJSONDecoder: it needs
+// four bytes at every step of the white space it skips, and skips it only
+// up to and including the first newline.
+func TestParseYAMLRetryWhiteSpace(t *testing.T) {
+	for _, c := range []struct{ in, want, err string }{
+		{`{"schema":"a"}x: 1`, `{"schema":"a"}|{"x":1}`, ""},
+		{`{"schema":"a"}  x`, "", "expected a JSON object, found 'x'"},
+		{`{"schema":"a"}` + "\n  schema: b\n  name: c\n", `{"schema":"a"}|{"name":"c","schema":"b"}`, ""},
+	} {
+		got, err := objects(t, c.in)
+		if c.err == "" && (err != nil || strings.Join(got, "|") != c.want) ||
+			c.err != "" && (err == nil || strings.Contains(err.Error(), "as YAML") || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: %q, %v", c.in, got, err)
+		}
+	}
+}
+
+// An empty YAML document is handed out, and the parse goes on after it,
+// unless the callback fails.
+func TestParseEmptyDocumentFirst(t *testing.T) {
+	in := "# nothing\n---\nschema: a\n"
+	got, err := objects(t, in)
+	if err != nil || strings.Join(got, "|") != `<empty>|{"schema":"a"}` {
+		t.Fatalf("%q, %v", got, err)
+	}
+	stop := errors.New("stop")
+	if err := Parse(strings.NewReader(in), func(Object) error { return stop }); err != stop {
+		t.Fatalf("callback error: %v", err)
+	}
+}
+
+// Parse stops at the first io.EOF, even from a reader that would return
+// more afterwards.
+func TestParseStopsAtEOF(t *testing.T) {
+	r := &eofThenMore{}
+	got, err := parseBlobsN(r)
+	if err != nil || got != 1 {
+		t.Fatalf("%d objects, %v; want 1", got, err)
+	}
+}
+
+type eofThenMore struct{ reads int }
+
+func (e *eofThenMore) Read(b []byte) (int, error) {
+	e.reads++
+	switch e.reads {
+	case 1:
+		return copy(b, "schema: a\n"), io.EOF
+	case 2:
+		return copy(b, "---\nschema: b\n"), nil
+	}
+	return 0, io.EOF
+}
+
+func parseBlobsN(r io.Reader) (int, error) {
+	n := 0
+	err := Parse(r, func(Object) error { n++; return nil })
+	return n, err
+}
+
+// The window drops the input before keep once that is at least half of
+// what it holds, and keeps its buffer then. (Memory only.)
+func TestWindowCompaction(t *testing.T) {
+	data := make([]byte, readChunk)
+	for i := range data {
+		data[i] = byte(i % 251)
+	}
+	for _, keep := range []int{0, readChunk/2 - 1, readChunk / 2, readChunk - 1} {
+		w := window{r: strings.NewReader("x"), buf: append(make([]byte, 0, readChunk), data...), keep: keep}
+		if !w.fill() {
+			t.Fatalf("keep %d: fill: %v", keep, w.err)
+		}
+		wantBase := 0
+		if keep >= readChunk/2 {
+			wantBase = keep
+		}
+		if w.base != wantBase || string(w.bytes(keep, readChunk)) != string(data[keep:]) || string(w.bytes(readChunk, w.end())) != "x" {
+			t.Errorf("keep %d: base %d, want %d; window holds %d bytes", keep, w.base, wantBase, len(w.buf))
+		}
+		if wantBase > 0 && cap(w.buf) != readChunk {
+			t.Errorf("keep %d: cap %d after dropping half, want %d", keep, cap(w.buf), readChunk)
+		}
+	}
+}
+
+// YAML lines are split as bufio.ReadLine splits them: a first line may be
+// empty, and only the "\r" of a "\r\n" goes.
+func TestParseYAMLLines(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"\nschema: a\n---\nschema: b\n", `{"schema":"a"}|{"schema":"b"}`},
+		{"schema: a\r\nv: |\r\n  x\r\n  y\r\n", `{"schema":"a","v":"x\ny\n"}`},
+		{"schema: a\nv: |\n  x\r\r\n  y\n", `{"schema":"a","v":"x\ny\n"}`},
+	} {
+		got, err := objects(t, c.in)
+		if err != nil || strings.Join(got, "|") != c.want {
+			t.Errorf("%q: %q, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+}
+
+// A value of exactly maxYAMLRetry bytes that is not JSON is still retried
+// as YAML (TestNoYAMLRetryOfHugeObjects covers larger ones).
+func TestParseYAMLRetryAtSizeLimit(t *testing.T) {
+	in := strings.Repeat("{", maxYAMLRetry) // yaml.v2 gives up after 10000
+	err := Parse(strings.NewReader(in), func(Object) error { return nil })
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "as YAML") {
+		t.Fatalf("%.200v", err)
+	}
+}
