@@ -262,6 +262,7 @@ func TestYAMLEntriesAmbiguous(t *testing.T) {
 		{map[any]any{"a": 1, "b": 2, 3: 3}, false},
 		{map[any]any{"a": 1, "1": 2, 1: 3}, true},
 		{map[any]any{true: 1, "true": 2}, true},
+		{map[any]any{"1": 1, 5: 2, 1.0: 3}, true}, // "1" and 1.0 apart but for sorting by name
 	} {
 		var a arena
 		a.reset()
