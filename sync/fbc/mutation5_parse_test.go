@@ -13,10 +13,12 @@ import (
 )
 
 // scriptReader returns its chunks one Read at a time, the last one together
-// with io.EOF (as some readers do), and then err (io.EOF if nil).
+// with io.EOF (as some readers do), and then err (io.EOF if nil); with
+// errWithData, err comes with the last chunk.
 type scriptReader struct {
-	chunks []string
-	err    error
+	chunks      []string
+	err         error
+	errWithData bool
 }
 
 func (c *scriptReader) Read(b []byte) (int, error) {
@@ -34,6 +36,9 @@ func (c *scriptReader) Read(b []byte) (int, error) {
 	c.chunks = c.chunks[1:]
 	if len(c.chunks) == 0 && c.err == nil {
 		return n, io.EOF
+	}
+	if len(c.chunks) == 0 && c.errWithData {
+		return n, c.err
 	}
 	return n, nil
 }
@@ -445,5 +450,16 @@ func TestParseYAMLRetryAtSizeLimit(t *testing.T) {
 	err := Parse(strings.NewReader(in), func(Object) error { return nil })
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "as YAML") {
 		t.Fatalf("%.200v", err)
+	}
+}
+
+// Data that comes with a read error is parsed before the error is
+// reported.
+func TestParseDataWithReadError(t *testing.T) {
+	boom := errors.New("boom")
+	first := "schema: a\npad: " + strings.Repeat("x", peekSize) + "\n---\n"
+	_, n, err := parseBlobs(t, &scriptReader{chunks: []string{first, "schema: b\n---\nschema: c\n"}, err: boom, errWithData: true})
+	if !errors.Is(err, boom) || n != 2 {
+		t.Fatalf("%d objects, %v; want 2 and %v", n, err, boom)
 	}
 }
