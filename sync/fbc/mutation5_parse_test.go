@@ -463,3 +463,25 @@ func TestParseDataWithReadError(t *testing.T) {
 		t.Fatalf("%d objects, %v; want 2 and %v", n, err, boom)
 	}
 }
+
+// The splitter hands out a document straight from the window unless a
+// line had to be rewritten ("\r\n", or a last line without newline).
+// (Memory only: the content is the same either way.)
+func TestSplitterCopiesOnlyWhenNeeded(t *testing.T) {
+	for _, c := range []struct {
+		in, doc string
+		copied  bool
+	}{
+		{"a: 1\n---\n", "a: 1\n", false},
+		{"\na: 1\n---\n", "\na: 1\n", false},
+		{"a: 1\r\n---\n", "a: 1\n", true},
+		{"a: 1", "a: 1\n", true},
+	} {
+		w := window{r: strings.NewReader(c.in)}
+		s := splitter{w: &w, line: 1}
+		doc, _, err := s.next()
+		if err != nil || string(doc) != c.doc || (len(s.scratch) > 0) != c.copied {
+			t.Errorf("%q: %q (copied %v), %v; want %q (copied %v)", c.in, doc, len(s.scratch) > 0, err, c.doc, c.copied)
+		}
+	}
+}
