@@ -12,16 +12,16 @@ import (
 	"testing"
 )
 
-// scriptReader returns its chunks one Read at a time, the last one together
-// with io.EOF (as some readers do), and then err (io.EOF if nil); with
-// errWithData, err comes with the last chunk.
-type scriptReader struct {
+// mut5ScriptReader returns its chunks one Read at a time, the last one
+// together with io.EOF (as some readers do), and then err (io.EOF if nil);
+// with errWithData, err comes with the last chunk.
+type mut5ScriptReader struct {
 	chunks      []string
 	err         error
 	errWithData bool
 }
 
-func (c *scriptReader) Read(b []byte) (int, error) {
+func (c *mut5ScriptReader) Read(b []byte) (int, error) {
 	if len(c.chunks) == 0 {
 		if c.err != nil {
 			return 0, c.err
@@ -43,8 +43,8 @@ func (c *scriptReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// parseBlobs parses in and returns the objects' blobs, one after another.
-func parseBlobs(t *testing.T, r io.Reader) (string, int, error) {
+// mut5Blobs parses in and returns the objects' blobs, one after another.
+func mut5Blobs(t *testing.T, r io.Reader) (string, int, error) {
 	t.Helper()
 	var b strings.Builder
 	n := 0
@@ -61,7 +61,7 @@ func parseBlobs(t *testing.T, r io.Reader) (string, int, error) {
 func TestParseJSONBracketsInStrings(t *testing.T) {
 	in := `{"schema":"a","s":"}]{[\"\\","v":[{"x":[1,[]]},{}],"o":{"p":{}}}` + ` {"schema":"b","t":"\""}`
 	want := `{"o":{"p":{}},"s":"}]{[\"\\","schema":"a","v":[{"x":[1,[]]},{}]}` + "\n" + `{"schema":"b","t":"\""}` + "\n"
-	got, n, err := parseBlobs(t, strings.NewReader(in))
+	got, n, err := mut5Blobs(t, strings.NewReader(in))
 	if err != nil || n != 2 || got != want {
 		t.Fatalf("%d objects, %v:\n got %q\nwant %q", n, err, got, want)
 	}
@@ -93,7 +93,7 @@ func TestParseLookAheadStopsAt4096Bytes(t *testing.T) {
 	head := "schema: a\n---\nschema: b\npad: "
 	head += strings.Repeat("x", peekSize-len(head))
 	boom := errors.New("boom")
-	_, n, err := parseBlobs(t, &scriptReader{chunks: []string{head}, err: boom})
+	_, n, err := mut5Blobs(t, &mut5ScriptReader{chunks: []string{head}, err: boom})
 	if !errors.Is(err, boom) || n != 1 {
 		t.Fatalf("%d objects, %v; want 1 and %v", n, err, boom)
 	}
@@ -102,20 +102,20 @@ func TestParseLookAheadStopsAt4096Bytes(t *testing.T) {
 // A reader that keeps returning nothing ends the parse with
 // io.ErrNoProgress after 100 tries, even if it would give data later.
 func TestParseReaderWithoutProgress(t *testing.T) {
-	r := &stallReader{stalls: 150, data: "schema: a\n"}
-	_, n, err := parseBlobs(t, r)
+	r := &mut5StallReader{stalls: 150, data: "schema: a\n"}
+	_, n, err := mut5Blobs(t, r)
 	if !errors.Is(err, io.ErrNoProgress) || n != 0 {
 		t.Fatalf("%d objects, %v; want %v", n, err, io.ErrNoProgress)
 	}
 }
 
-// stallReader returns (0, nil) stalls times, then data, then io.EOF.
-type stallReader struct {
+// mut5StallReader returns (0, nil) stalls times, then data, then io.EOF.
+type mut5StallReader struct {
 	stalls int
 	data   string
 }
 
-func (s *stallReader) Read(b []byte) (int, error) {
+func (s *mut5StallReader) Read(b []byte) (int, error) {
 	if s.stalls > 0 {
 		s.stalls--
 		return 0, nil
@@ -131,10 +131,10 @@ func (s *stallReader) Read(b []byte) (int, error) {
 // Data that comes with io.EOF is read: here the end of a JSON object that
 // started past the look-ahead.
 func TestParseDataWithEOF(t *testing.T) {
-	pad := strings.Repeat("x", peekSize)
-	r := &scriptReader{chunks: []string{`{"schema":"a"}{"schema":"b"}{"schema":"c","pad":"` + pad, `"}`}}
-	got, n, err := parseBlobs(t, r)
-	if err != nil || n != 3 || !strings.HasSuffix(got, `{"pad":"`+pad+`","schema":"c"}`+"\n") {
+	long := strings.Repeat("x", peekSize)
+	r := &mut5ScriptReader{chunks: []string{`{"schema":"a"}{"schema":"b"}{"schema":"c","pad":"` + long, `"}`}}
+	got, n, err := mut5Blobs(t, r)
+	if err != nil || n != 3 || !strings.HasSuffix(got, `{"pad":"`+long+`","schema":"c"}`+"\n") {
 		t.Fatalf("%d objects, %v", n, err)
 	}
 }
@@ -249,7 +249,7 @@ func TestParseDuplicateJSONNamesDeterministic(t *testing.T) {
 	in := "schema: a\nv: {\"1\": s, b: x, c: x, d: x, e: x, f: x, g: x, 1: i}\n"
 	want := `{"schema":"a","v":{"1":"i","b":"x","c":"x","d":"x","e":"x","f":"x","g":"x"}}` + "\n"
 	for range 50 {
-		got, _, err := parseBlobs(t, strings.NewReader(in))
+		got, _, err := mut5Blobs(t, strings.NewReader(in))
 		if err != nil || got != want {
 			t.Fatalf("got %q, %v; want %q", got, err, want)
 		}
@@ -277,12 +277,12 @@ func TestYAMLEntriesAmbiguous(t *testing.T) {
 	}
 }
 
-// objects parses in (read in the given chunks) and returns the objects'
+// mut5Objects parses in (read in the given chunks) and returns the objects'
 // blobs, an empty object as "<empty>".
-func objects(t *testing.T, chunks ...string) ([]string, error) {
+func mut5Objects(t *testing.T, chunks ...string) ([]string, error) {
 	t.Helper()
 	var got []string
-	err := Parse(&scriptReader{chunks: chunks}, func(o Object) error {
+	err := Parse(&mut5ScriptReader{chunks: chunks}, func(o Object) error {
 		if o.Blob == nil {
 			got = append(got, "<empty>")
 		} else {
@@ -293,9 +293,9 @@ func objects(t *testing.T, chunks ...string) ([]string, error) {
 	return got, err
 }
 
-// pad fills a first read past the 4096 bytes looked at for a leading '{',
+// mut5Pad fills a first read past the 4096 bytes looked at for a leading '{',
 // so that what follows comes in later reads.
-var pad = strings.Repeat(" ", peekSize)
+var mut5Pad = strings.Repeat(" ", peekSize)
 
 // JSON values and the white space between them may be cut anywhere by
 // reads.
@@ -305,12 +305,12 @@ func TestParseJSONAcrossReads(t *testing.T) {
 		chunks []string
 		want   string
 	}{
-		{"object after a read boundary", []string{`{"schema":"a"}` + pad, `{"schema":"b"}`}, `{"schema":"a"}|{"schema":"b"}`},
-		{"null cut by a read", []string{`{"schema":"a"}{"schema":"b"}` + pad + "nu", "ll"}, `{"schema":"a"}|{"schema":"b"}|null`},
-		{"white space before YAML cut by a read", []string{`{"schema":"a"}` + pad + "  s", "chema: b\n"}, `{"schema":"a"}|{"schema":"b"}`},
-		{"YAML cut by a read right after JSON", []string{`{"schema":"a","pad":"` + pad + `"}s`, "chema: b\n"}, `{"pad":"` + pad + `","schema":"a"}|{"schema":"b"}`},
+		{"object after a read boundary", []string{`{"schema":"a"}` + mut5Pad, `{"schema":"b"}`}, `{"schema":"a"}|{"schema":"b"}`},
+		{"null cut by a read", []string{`{"schema":"a"}{"schema":"b"}` + mut5Pad + "nu", "ll"}, `{"schema":"a"}|{"schema":"b"}|null`},
+		{"white space before YAML cut by a read", []string{`{"schema":"a"}` + mut5Pad + "  s", "chema: b\n"}, `{"schema":"a"}|{"schema":"b"}`},
+		{"YAML cut by a read right after JSON", []string{`{"schema":"a","pad":"` + mut5Pad + `"}s`, "chema: b\n"}, `{"pad":"` + mut5Pad + `","schema":"a"}|{"schema":"b"}`},
 	} {
-		got, err := objects(t, c.chunks...)
+		got, err := mut5Objects(t, c.chunks...)
 		if err != nil || strings.Join(got, "|") != c.want {
 			t.Errorf("%s: %q, %v; want %s", c.name, got, err, c.want)
 		}
@@ -320,7 +320,7 @@ func TestParseJSONAcrossReads(t *testing.T) {
 // A JSON null is handed out as soon as it is read: the parser does not
 // read the rest of the stream first.
 func TestParseJSONNullStreams(t *testing.T) {
-	r := &scriptReader{chunks: []string{`{"schema":"a"}` + "\nnull\n" + pad, `{"schema":"b"}`, `{"schema":"c"}`}}
+	r := &mut5ScriptReader{chunks: []string{`{"schema":"a"}` + "\nnull\n" + mut5Pad, `{"schema":"b"}`, `{"schema":"c"}`}}
 	unread := -1
 	err := Parse(r, func(o Object) error {
 		if string(o.Blob) == "null\n" {
@@ -337,7 +337,7 @@ func TestParseJSONNullStreams(t *testing.T) {
 // after the window has dropped earlier input.
 func TestParseJSONBadValueAfterManyObjects(t *testing.T) {
 	objs := strings.Repeat(`{"schema":"a"}`, peekSize/14+1)
-	_, err := objects(t, objs, "7")
+	_, err := mut5Objects(t, objs, "7")
 	if err == nil || !strings.Contains(err.Error(), "expected a JSON object, found '7'") {
 		t.Fatalf("%v", err)
 	}
@@ -352,7 +352,7 @@ func TestParseYAMLRetryWhiteSpace(t *testing.T) {
 		{`{"schema":"a"}  x`, "", "expected a JSON object, found 'x'"},
 		{`{"schema":"a"}` + "\n  schema: b\n  name: c\n", `{"schema":"a"}|{"name":"c","schema":"b"}`, ""},
 	} {
-		got, err := objects(t, c.in)
+		got, err := mut5Objects(t, c.in)
 		if c.err == "" && (err != nil || strings.Join(got, "|") != c.want) ||
 			c.err != "" && (err == nil || strings.Contains(err.Error(), "as YAML") || !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%q: %q, %v", c.in, got, err)
@@ -364,7 +364,7 @@ func TestParseYAMLRetryWhiteSpace(t *testing.T) {
 // unless the callback fails.
 func TestParseEmptyDocumentFirst(t *testing.T) {
 	in := "# nothing\n---\nschema: a\n"
-	got, err := objects(t, in)
+	got, err := mut5Objects(t, in)
 	if err != nil || strings.Join(got, "|") != `<empty>|{"schema":"a"}` {
 		t.Fatalf("%q, %v", got, err)
 	}
@@ -377,16 +377,16 @@ func TestParseEmptyDocumentFirst(t *testing.T) {
 // Parse stops at the first io.EOF, even from a reader that would return
 // more afterwards.
 func TestParseStopsAtEOF(t *testing.T) {
-	r := &eofThenMore{}
-	got, err := parseBlobsN(r)
+	r := &mut5EOFThenMore{}
+	got, err := mut5Count(r)
 	if err != nil || got != 1 {
 		t.Fatalf("%d objects, %v; want 1", got, err)
 	}
 }
 
-type eofThenMore struct{ reads int }
+type mut5EOFThenMore struct{ reads int }
 
-func (e *eofThenMore) Read(b []byte) (int, error) {
+func (e *mut5EOFThenMore) Read(b []byte) (int, error) {
 	e.reads++
 	switch e.reads {
 	case 1:
@@ -397,7 +397,7 @@ func (e *eofThenMore) Read(b []byte) (int, error) {
 	return 0, io.EOF
 }
 
-func parseBlobsN(r io.Reader) (int, error) {
+func mut5Count(r io.Reader) (int, error) {
 	n := 0
 	err := Parse(r, func(Object) error { n++; return nil })
 	return n, err
@@ -436,7 +436,7 @@ func TestParseYAMLLines(t *testing.T) {
 		{"schema: a\r\nv: |\r\n  x\r\n  y\r\n", `{"schema":"a","v":"x\ny\n"}`},
 		{"schema: a\nv: |\n  x\r\r\n  y\n", `{"schema":"a","v":"x\ny\n"}`},
 	} {
-		got, err := objects(t, c.in)
+		got, err := mut5Objects(t, c.in)
 		if err != nil || strings.Join(got, "|") != c.want {
 			t.Errorf("%q: %q, %v; want %s", c.in, got, err, c.want)
 		}
@@ -458,7 +458,7 @@ func TestParseYAMLRetryAtSizeLimit(t *testing.T) {
 func TestParseDataWithReadError(t *testing.T) {
 	boom := errors.New("boom")
 	first := "schema: a\npad: " + strings.Repeat("x", peekSize) + "\n---\n"
-	_, n, err := parseBlobs(t, &scriptReader{chunks: []string{first, "schema: b\n---\nschema: c\n"}, err: boom, errWithData: true})
+	_, n, err := mut5Blobs(t, &mut5ScriptReader{chunks: []string{first, "schema: b\n---\nschema: c\n"}, err: boom, errWithData: true})
 	if !errors.Is(err, boom) || n != 2 {
 		t.Fatalf("%d objects, %v; want 2 and %v", n, err, boom)
 	}
