@@ -13,8 +13,10 @@ func TestParseErrors(t *testing.T) {
 		want     []string // substrings of the error
 	}{
 		{"malformed yaml", "schema: a\n---\nschema: b\n  bad: [\n", []string{"document 1 (line 3)", "yaml"}},
-		{"bad separator", "schema: a\n--- x\n", []string{"line 2", "invalid Yaml document separator: x"}},
+		{"after an empty document", "# nothing\n---\nschema: a\n---\nschema: b\n  bad: [\n", []string{"document 2 (line 5)"}},
+		{"bad separator", "schema: a\n--- x\n", []string{"document 0: line 2: invalid Yaml document separator: x"}},
 		{"malformed json", `{"schema":"a"}{"schema":"b"}{"schema":}`, []string{"document 2 (line 1)", "invalid character"}},
+		{"malformed json on line 4", "{\"schema\":\"a\"}\n{\"schema\":\"b\"}\n\n{\"schema\":}", []string{"document 2 (line 4)"}},
 		{"truncated json", `{"schema":"a"}{"schema":"b"}{"schema":"c"`, []string{"document 2", "unexpected end of JSON input"}},
 		{"duplicate folded keys", "schema: a\nName: x\nnAme: y\n", []string{`duplicate keys for key "name"`}},
 		{"schema not a string", "schema: [a]\n", []string{`expected value for key "schema" to be a string`}},
