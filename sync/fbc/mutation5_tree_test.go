@@ -170,7 +170,7 @@ func TestTreeMetaMessages(t *testing.T) {
 // and order: small objects, the insertion sort's limit and wide ones.
 func TestTreeSortPairsStable(t *testing.T) {
 	keys := []string{"b", "a", "ab", "", "b", "a", "c", "aa"}
-	for n := range 60 {
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 8, 13, 23, 24, 25, 26, 40} {
 		for _, order := range []string{"mixed", "sorted", "reversed"} {
 			kv := make([]node, 0, 2*n)
 			for i := range n {
