@@ -1,0 +1,78 @@
+package fbc
+
+import (
+	"testing"
+)
+
+// The fast YAML path exists so that ordinary catalog documents skip
+// yaml.v2. When it declines a document the slow path still gives the same
+// bytes, so the differential tests cannot see a fast path that declines
+// too much. These white-box tests pin which documents it takes, and that
+// what it writes for them is what the yaml.v2 path writes.
+
+// fastOnly runs only the fast path on doc (which ends in '\n', as the
+// splitter guarantees) and returns its encoding, or ok false when it
+// declines.
+func fastOnly(doc string) (out string, ok bool) {
+	var a arena
+	var f fastYAML
+	root, ok := f.parse(&a, []byte(doc))
+	if !ok {
+		return "", false
+	}
+	return string(a.encode(nil, root)), true
+}
+
+// slowOnly returns the yaml.v2 path's encoding of doc.
+func slowOnly(t testing.TB, doc string) string {
+	t.Helper()
+	var a arena
+	root, err := a.slowYAML([]byte(doc))
+	if err != nil {
+		t.Fatalf("yaml.v2 path fails on %q: %v", doc, err)
+	}
+	return string(a.encode(nil, root))
+}
+
+// fastAccepts asserts the fast path takes doc and encodes it as the
+// yaml.v2 path does.
+func fastAccepts(t testing.TB, doc string) {
+	t.Helper()
+	got, ok := fastOnly(doc)
+	if !ok {
+		t.Fatalf("fast path declines %q", doc)
+	}
+	if want := slowOnly(t, doc); got != want {
+		t.Fatalf("fast path on %q:\n got %s\nwant %s", doc, got, want)
+	}
+}
+
+// fastDeclines asserts the fast path gives doc up (to yaml.v2).
+func fastDeclines(t testing.TB, doc string) {
+	t.Helper()
+	if got, ok := fastOnly(doc); ok {
+		t.Fatalf("fast path takes %q (gives %s); it should leave it to yaml.v2", doc, got)
+	}
+}
+
+func TestFastYAMLTakesDocumentStart(t *testing.T) {
+	for _, doc := range []string{
+		"schema: a\nname: b\n",
+		"---\nschema: a\n",
+		"---   \nschema: a\n",
+		"--- # comment\nschema: a\n",
+		"---  #c\n\nschema: a\n",
+	} {
+		fastAccepts(t, doc)
+	}
+	// "---#" is no document marker: a plain scalar, yaml.v2's business.
+	fastDeclines(t, "---#c\nschema: a\n")
+}
+
+// parse relies on a final newline to stop its scans; the splitter always
+// adds one, and parse refuses input without it rather than run off the end.
+func TestFastYAMLNeedsFinalNewline(t *testing.T) {
+	for _, doc := range []string{"", "schema: a", "schema: a\nname: b"} {
+		fastDeclines(t, doc)
+	}
+}
