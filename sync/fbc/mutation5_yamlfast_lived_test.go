@@ -1,6 +1,10 @@
 package fbc
 
 import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -74,5 +78,35 @@ func TestFastYAMLTakesDocumentStart(t *testing.T) {
 func TestFastYAMLNeedsFinalNewline(t *testing.T) {
 	for _, doc := range []string{"", "schema: a", "schema: a\nname: b"} {
 		fastDeclines(t, doc)
+	}
+}
+
+// Every document of the bundled catalogs is plain catalog YAML: the fast
+// path must take each one (the differential tests check its bytes).
+func TestFastYAMLTakesBundledCatalogs(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/fbc/*/configs/*.yaml")
+	more, _ := filepath.Glob("../../testdata/fbc/*/configs/*/*.yaml")
+	files = append(files, more...)
+	if len(files) < 2 {
+		t.Fatalf("bundled catalogs missing: %v", files)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := splitter{w: &window{r: bytes.NewReader(data)}, line: 1}
+		for {
+			doc, line, err := s.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if _, ok := fastOnly(string(doc)); !ok {
+				t.Errorf("%s: fast path declines the document at line %d", file, line)
+			}
+		}
 	}
 }
