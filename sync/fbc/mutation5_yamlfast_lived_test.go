@@ -2,9 +2,11 @@ package fbc
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -109,4 +111,31 @@ func TestFastYAMLTakesBundledCatalogs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Collections as catalogs nest them: sequences indented under their key
+// or not, items that are multi-key mappings, quoted keys.
+func TestFastYAMLTakesCollections(t *testing.T) {
+	for _, doc := range []string{
+		"schema: a\nm:\n  - 1\n  - x\n",
+		"schema: a\nm:\n  k:\n    - 1\n    - 2\n  z: 3\n",
+		"schema: a\nl:\n- name: x\n  replaces: y\n- name: z\n  skips:\n  - a\n  - b\n",
+		"schema: a\nl:\n  - a: 1\n    b:\n      c: 2\n  - d: 3\n",
+		"schema: a\nm:\n  \"k\": v\n  'q' : w\nl:\n- 'x y': 1\n  z: 2\n",
+		"schema: a\n'it''s': 1\n'': 2\n\"\": 3\n",
+		"schema: a\nl:\n- 'a'\n\n- \"b\"\n\n- c\n",
+		"schema: a\nm: {}\nl: []\ns:\n- {}\n- []\n",
+	} {
+		fastAccepts(t, doc)
+	}
+}
+
+// Depth bookkeeping: many sibling collections are no deeper than one.
+func TestFastYAMLTakesManyCollections(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("schema: a\n")
+	for i := range 2 * maxFastDepth {
+		fmt.Fprintf(&b, "k%d:\n- x\nm%d:\n  v: 1\n", i, i)
+	}
+	fastAccepts(t, b.String())
 }
