@@ -139,3 +139,57 @@ func TestFastYAMLTakesManyCollections(t *testing.T) {
 	}
 	fastAccepts(t, b.String())
 }
+
+// Plain scalars that yaml.v2 resolves to numbers through its float rule
+// (after dropping '_'), and ones it leaves as strings.
+func TestFastYAMLTakesNumbers(t *testing.T) {
+	fastAccepts(t, "schema: a\n"+
+		"v1: 1.5\nv2: -1.5\nv3: +1.5\nv4: -.5\nv5: .5\nv6: 3.\nv7: 1e5\nv8: 1E-3\nv9: -2.5e+2\n"+
+		"w1: 1_000.5\nw2: 1_\nw3: 1__0\nw4: 0.3.0\nw5: 1.2.3.4\nw6: +\nw7: 1e\nw8: '-.5'\n")
+}
+
+// Escapes at the edges of what they may encode.
+func TestFastYAMLTakesEscapes(t *testing.T) {
+	fastAccepts(t, "schema: a\nk: \"\\U0010FFFF\\x7E\\u00e9\\uFFFD\"\nl: \"a\\tb\\\\c\\\"d\"\n")
+	fastDeclines(t, "schema: a\nk: \"\\U00110000\"\n")
+}
+
+// Scalars spread over lines: folded plain and quoted scalars, block scalars
+// with every header form, nested block scalars.
+func TestFastYAMLTakesMultilineScalars(t *testing.T) {
+	for _, doc := range []string{
+		"schema: a\nd: this is\n  a long\n\n  folded plain\n\n\n    scalar\nz: x\n",
+		"schema: a\nl:\n- one\n  two\n- three\n",
+		"schema: a\ns: 'one\n  two\n\n  three'\nd: \"one\n  two\n\n\n  three \\\n  four\"\n",
+		"schema: a\nk: |\n  x\n\n  y\n\n\nz: 1\n",
+		"schema: a\nk: |-\n  x\n\nl: |+\n  y\n\n\nm: >\n  a\n  b\n\n  c\n   d\n  e\nz: 1\n",
+		"schema: a\nk: |2\n    x\n   y\nl: |1-\n  x\n z\n\nm: |2+\n   w\n\n",
+		"schema: a\nk: >2-\n   x\n\n\nl: >-2\n   y\n\nm: |+1\n  v\n\n",
+		"schema: a\nm:\n  k: |\n    x\n     y\n  z: 1\n",
+		"schema: a\nl:\n- |\n  x\n- >-\n  y\n",
+		"schema: a\nk: |\n   \n",
+	} {
+		fastAccepts(t, doc)
+	}
+}
+
+// A '#' starts a comment only after a space: "k #c: v" holds no key.
+func TestFastYAMLCommentEndsKey(t *testing.T) {
+	fastDeclines(t, "schema: a\nk #c: v\n")
+	fastAccepts(t, "schema: a\nk#c: v\nl: v#w\nm: v # c\n")
+}
+
+// Quoted scalars left open at the end of the document are errors for
+// yaml.v2; the fast path must give them up, not read past the end.
+func TestFastYAMLUnterminatedQuotes(t *testing.T) {
+	for _, doc := range []string{
+		"schema: a\nk: \"abc\n",
+		"schema: a\nk: 'abc\n",
+		"schema: a\nk: \"abc\n  def\n",
+		"schema: a\nk: \"abc\\\n",
+		"schema: a\nk: 'it''s\n\n",
+	} {
+		fastDeclines(t, doc)
+		diffAllPaths(t, doc, []byte(doc))
+	}
+}
