@@ -175,6 +175,7 @@ func TestFastYAMLTakesMultilineScalars(t *testing.T) {
 
 // A '#' starts a comment only after a space: "k #c: v" holds no key.
 func TestFastYAMLCommentEndsKey(t *testing.T) {
+	diffAllPaths(t, "comment in key", []byte("schema: a\nk #c: v\n"))
 	fastDeclines(t, "schema: a\nk #c: v\n")
 	fastAccepts(t, "schema: a\nk#c: v\nl: v#w\nm: v # c\n")
 }
