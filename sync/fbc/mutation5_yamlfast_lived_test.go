@@ -177,7 +177,7 @@ func TestFastYAMLTakesMultilineScalars(t *testing.T) {
 func TestFastYAMLCommentEndsKey(t *testing.T) {
 	diffAllPaths(t, "comment in key", []byte("schema: a\nk #c: v\n"))
 	fastDeclines(t, "schema: a\nk #c: v\n")
-	fastAccepts(t, "schema: a\nk#c: v\nl: v#w\nm: v # c\n")
+	fastAccepts(t, "schema: a\nk#c: v\nv1: v#w\nv2: v # c\nv3: v #c\nv4: v# c\nv5: x\n  y #c\nv6: x\n  y# c\n")
 }
 
 // Quoted scalars left open at the end of the document are errors for
