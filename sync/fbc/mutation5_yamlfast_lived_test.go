@@ -194,3 +194,23 @@ func TestFastYAMLUnterminatedQuotes(t *testing.T) {
 		diffAllPaths(t, doc, []byte(doc))
 	}
 }
+
+// A quoted key opening a nested mapping or a sequence item, with spaces
+// before its ':' or its value on the next lines.
+func TestFastYAMLTakesQuotedFirstKeys(t *testing.T) {
+	for _, doc := range []string{
+		"schema: a\nm:\n  'q' : w\n  r: s\nl:\n- 'x'  : 1\n  z: 2\n",
+		"schema: a\nm:\n  \"k\":\n    v: 1\nl:\n- 'x':\n    z: 1\n",
+	} {
+		fastAccepts(t, doc)
+	}
+}
+
+// UTF-8 text is plain content; characters YAML reads otherwise (C0
+// controls, DEL, NEL, LS, PS, BOM) are left to yaml.v2.
+func TestFastYAMLTakesUnicode(t *testing.T) {
+	fastAccepts(t, "schema: a\nname: héllo wörld ✓ 😀\nv: 日本語 \u00a0x\n")
+	for _, c := range []string{"\t", "\x7f", "\u0085", "\u2028", "\u2029", "\ufeff", "\x01"} {
+		fastDeclines(t, "schema: a\nv: x"+c+"y\n")
+	}
+}
