@@ -214,3 +214,14 @@ func TestFastYAMLTakesUnicode(t *testing.T) {
 		fastDeclines(t, "schema: a\nv: x"+c+"y\n")
 	}
 }
+
+// Every hex digit class at its edges, in escapes and in numbers, and the
+// integer forms yaml.v2 resolves through strconv (prefixes, uint64, binary).
+func TestFastYAMLTakesHexAndIntegers(t *testing.T) {
+	fastAccepts(t, "schema: a\nk: \"\\u09aF\\uFa90\\u0Af9\\x7e\"\n"+
+		"i1: 0x9aAfF0\ni2: 0X1f\ni3: 0o17\ni4: 0O7\ni5: 017\ni6: 0b101\ni7: -0b101\ni8: +0x10\n"+
+		"i9: 18446744073709551615\nj1: 9223372036854775808\nj2: -9223372036854775808\n"+
+		"j3: 0b1111111111111111111111111111111111111111111111111111111111111111\nj4: 1_0_0\nj5: 0x_1\n"+
+		"j6: 0xg\nj7: 9\nj8: 0\nj9: 1e+9\n")
+	fastAccepts(t, "schema: a\nk: |9\n         x\nl: |9-\n          y\n")
+}
