@@ -225,3 +225,16 @@ func TestFastYAMLTakesHexAndIntegers(t *testing.T) {
 		"j6: 0xg\nj7: 9\nj8: 0\nj9: 1e+9\n")
 	fastAccepts(t, "schema: a\nk: |9\n         x\nl: |9-\n          y\n")
 }
+
+// Plain scalars that look like numbers but are not, floats out of range,
+// and an empty block scalar in a nested mapping.
+func TestFastYAMLNumberLookalikes(t *testing.T) {
+	fastAccepts(t, "schema: a\nv1: 0b2\nv2: -0b2\nv3: 0bx\nv4: .x\nv5: -0x\nv6: 1e5e\n"+
+		"v7: 0b11111111111111111111111111111111111111111111111111111111111111111\n")
+	// yaml.v2 keeps 1e400 a string (ParseFloat fails with a range error).
+	for _, doc := range []string{"schema: a\nv: 1e400\n", "schema: a\nv: -1e400\n"} {
+		diffAllPaths(t, doc, []byte(doc))
+		fastAccepts(t, doc)
+	}
+	fastAccepts(t, "schema: a\nm:\n  k: |\n  z: 1\n")
+}
