@@ -480,26 +480,27 @@ func testGCDryRun(t *testing.T, s storage.Store) {
 	}
 }
 
-// gcRepublishingStore swaps the pointer back to the content whose meta.json
-// is being deleted, right after the delete: a publisher racing GC.
+// gcRepublishingStore swaps the pointer to the content whose file named
+// after is being deleted, right after the delete: a publisher that
+// checked the content just before GC deleted it (Publish itself would
+// refuse after a meta.json delete). at is the new pointer's ResolvedAt.
 type gcRepublishingStore struct {
 	storage.Store
-	t    *testing.T
-	name string
-	done bool
+	t     *testing.T
+	name  string
+	after string
+	at    time.Time
+	done  bool
 }
 
 func (r *gcRepublishingStore) Delete(ctx context.Context, key string) error {
 	if err := r.Store.Delete(ctx, key); err != nil {
 		return err
 	}
-	if !r.done && strings.HasSuffix(key, "/"+metaFile) {
+	if !r.done && strings.HasSuffix(key, "/"+r.after) {
 		r.done = true
-		// Publish itself would refuse now (no meta.json): the race is
-		// a publisher that checked the content just before the delete.
-		dir := strings.TrimSuffix(strings.TrimPrefix(key, catalogPrefix(r.name)), "/"+metaFile)
-		p := Pointer{Digest: gcDirDigest(dir), Ref: "example.com/c:latest", ResolvedAt: gcBase.Add(time.Hour)}
-		b, _ := json.Marshal(p)
+		dir := strings.TrimSuffix(strings.TrimPrefix(key, catalogPrefix(r.name)), "/"+r.after)
+		b, _ := json.Marshal(Pointer{Digest: gcDirDigest(dir), Ref: "example.com/c:latest", ResolvedAt: r.at})
 		cur, err := r.Store.Stat(ctx, catalogPrefix(r.name)+currentFile)
 		if err != nil {
 			r.t.Fatal(err)
@@ -513,7 +514,7 @@ func (r *gcRepublishingStore) Delete(ctx context.Context, key string) error {
 
 func testGCRepublished(t *testing.T, s storage.Store) {
 	ds := gcHistory(t, s, "back", 2)
-	rs := &gcRepublishingStore{Store: s, t: t, name: "back"}
+	rs := &gcRepublishingStore{Store: s, t: t, name: "back", after: metaFile, at: gcBase.Add(time.Hour)}
 	rep := gcRunT(t, rs, GCOptions{Keep: -1, Now: gcAfterGrace})
 	if !rs.done {
 		t.Fatal("GC deleted no meta.json")

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -493,35 +492,6 @@ func TestGCDeletesWholeDigest(t *testing.T) {
 	}
 }
 
-// gcLatePublishStore moves the pointer to the digest whose catalog.jsonl
-// it has just deleted: a publisher that checked the content before GC
-// deleted its meta.json and swapped after GC looked at the pointer again.
-type gcLatePublishStore struct {
-	storage.Store
-	t    *testing.T
-	name string
-	done bool
-}
-
-func (l *gcLatePublishStore) Delete(ctx context.Context, key string) error {
-	if err := l.Store.Delete(ctx, key); err != nil {
-		return err
-	}
-	if !l.done && strings.HasSuffix(key, "/"+contentFile) {
-		l.done = true
-		dir := strings.TrimSuffix(strings.TrimPrefix(key, catalogPrefix(l.name)), "/"+contentFile)
-		b, _ := json.Marshal(Pointer{Digest: gcDirDigest(dir), Ref: "example.com/c:latest", ResolvedAt: gcBase})
-		cur, err := l.Store.Stat(ctx, catalogPrefix(l.name)+currentFile)
-		if err != nil {
-			l.t.Fatal(err)
-		}
-		if _, err := l.Store.PutIf(ctx, catalogPrefix(l.name)+currentFile, b, cur.ETag); err != nil {
-			l.t.Fatal(err)
-		}
-	}
-	return nil
-}
-
 // A publish that lands on content while GC deletes it is reported as a
 // problem, so an operator learns the catalog is served from deleted
 // content until its next sync. Catches the check after the delete
@@ -529,7 +499,7 @@ func (l *gcLatePublishStore) Delete(ctx context.Context, key string) error {
 func TestGCReportsPublishDuringDelete(t *testing.T) {
 	s := newStore(t)
 	ds := gcHistory(t, s, "race", 2)
-	ls := &gcLatePublishStore{Store: s, t: t, name: "race"}
+	ls := &gcRepublishingStore{Store: s, t: t, name: "race", after: contentFile, at: gcBase}
 	rep := gcRunT(t, ls, GCOptions{Keep: -1, Now: gcAfterGrace})
 	if !ls.done {
 		t.Fatal("GC deleted no catalog.jsonl")
