@@ -597,18 +597,26 @@ func testGCLeavesUnknown(t *testing.T, s storage.Store) {
 	}
 }
 
+// gcLeftoverStore is an fs store under root whose catalog "l" has one
+// digest, stored in dir: where that digest's interrupted writes lie.
+func gcLeftoverStore(t *testing.T) (s storage.Store, root, dir string) {
+	t.Helper()
+	root = t.TempDir()
+	st, err := fs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ds := gcHistory(t, st, "l", 1)
+	return st, root, filepath.Join(root, "catalogs", "l", strings.Replace(ds[0], ":", "-", 1))
+}
+
 // Interrupted writes of both backends go once older than LeftoverAge.
 func TestGCLeftovers(t *testing.T) {
 	backends, admin := gcBackends(t)
 	t.Run("fs", func(t *testing.T) {
-		root := t.TempDir()
-		s, err := fs.New(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		ds := gcHistory(t, s, "l", 1)
-		tmp := filepath.Join(root, "catalogs", "l", strings.Replace(ds[0], ":", "-", 1), ".tmp-0123456789abcdef")
+		s, root, dir := gcLeftoverStore(t)
+		tmp := filepath.Join(dir, ".tmp-0123456789abcdef")
 		if err := os.WriteFile(tmp, make([]byte, 4321), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -276,14 +276,8 @@ func TestOpenLinesRanges(t *testing.T) {
 // Catches the default becoming zero (24*time.Hour to 24/time.Hour), which
 // removes every temp file, live ones included.
 func TestGCLeftoverDefaultAge(t *testing.T) {
-	root := t.TempDir()
-	s, err := fs.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ds := gcHistory(t, s, "l", 1)
-	tmp := filepath.Join(root, "catalogs", "l", strings.Replace(ds[0], ":", "-", 1), fs.TempPrefix+"0123456789abcdef")
+	s, _, dir := gcLeftoverStore(t)
+	tmp := filepath.Join(dir, fs.TempPrefix+"0123456789abcdef")
 	if err := os.WriteFile(tmp, make([]byte, 123), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -516,14 +510,8 @@ func TestGCReportsPublishDuringDelete(t *testing.T) {
 // inverted) and a leftover's catalog taken from a key with no catalog
 // directory (&& turned into ||).
 func TestGCLeftoverAges(t *testing.T) {
-	root := t.TempDir()
-	s, err := fs.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ds := gcHistory(t, s, "l", 1)
-	inDigest := filepath.Join(root, "catalogs", "l", strings.Replace(ds[0], ":", "-", 1), fs.TempPrefix+"0123456789abcdef")
+	s, root, dir := gcLeftoverStore(t)
+	inDigest := filepath.Join(dir, fs.TempPrefix+"0123456789abcdef")
 	atRoot := filepath.Join(root, "catalogs", fs.TempPrefix+"fedcba9876543210")
 	for _, tc := range []struct {
 		leftoverAge, fileAge time.Duration
