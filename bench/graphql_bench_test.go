@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/test/servers"
 	"io"
 	"net"
@@ -52,14 +53,14 @@ func BenchmarkGraphQLSideBySide(b *testing.B) {
 			qs := gqlQueries(spec.pkg)
 			b.Run("catalogsync", func(b *testing.B) {
 				b.ReportMetric(float64(img.fbcBytes)/1e6, "catalog-MB")
-				addr := freePort(b)
+				addr := freeport.Addr(b)
 				measureGraphQL(b, func() *exec.Cmd {
 					return exec.Command(f.bin, append([]string{"serve", "--addr", addr, "--gc-interval", "0", "--log-level", "warn"}, args...)...)
 				}, env, addr, name, qs)
 			})
 			b.Run("catalogd", func(b *testing.B) {
 				b.ReportMetric(float64(img.fbcBytes)/1e6, "catalog-MB")
-				addr := freePort(b)
+				addr := freeport.Addr(b)
 				delete(qs, "package")
 				measureGraphQL(b, func() *exec.Cmd { return exec.Command(ref, "serve", "-root", root, "-addr", addr, "-graphql") }, os.Environ(), addr, name, qs)
 			})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/test/servers"
 	"os"
 	"os/exec"
@@ -146,7 +147,7 @@ func peerStore(b *testing.B, f *fixture, name string) string {
 func startPeerServe(b *testing.B, f *fixture, name, firstPath string) (string, time.Duration, func()) {
 	b.Helper()
 	root := peerStore(b, f, name)
-	addr := freePort(b)
+	addr := freeport.Addr(b)
 	cmd := exec.Command(peer(b, "catalogd-ref"), "serve", "-root", root, "-addr", addr)
 	cmd.SysProcAttr = childAttr()
 	return waitFirst(b, cmd, "http://"+addr, firstPath)

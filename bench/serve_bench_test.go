@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/catalogsync/catalogsync/internal/freeport"
 )
 
 // stores remembers, per catalog and backend, the store a catalog was synced
@@ -54,21 +55,12 @@ func storeArgs(b *testing.B, f *fixture, name, backend string) (args, env []stri
 	return args, env
 }
 
-func freePort(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startServe starts `catalogsync serve` on the store and returns its base
 // URL, how long it took from exec to the first answer of firstURL (a metas
 // query), and a stop function.
 func startServe(b *testing.B, f *fixture, args, env []string, firstPath string) (string, time.Duration, func()) {
 	b.Helper()
-	addr := freePort(b)
+	addr := freeport.Addr(b)
 	cmd := exec.Command(f.bin, append([]string{"serve", "--addr", addr, "--gc-interval", "0", "--log-level", "warn"}, args...)...)
 	cmd.Env = env
 	cmd.SysProcAttr = childAttr()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/test/logbuf"
@@ -21,7 +22,7 @@ func serveReplica(t *testing.T, args ...string) *logbuf.Buffer {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &logbuf.Buffer{}
 	done := make(chan int, 1)
-	args = append([]string{"serve", "--addr", freeAddr(t), "--no-docker-config", "--poll-check-interval", "1h"}, args...)
+	args = append([]string{"serve", "--addr", freeport.Addr(t), "--no-docker-config", "--poll-check-interval", "1h"}, args...)
 	go func() { done <- run(ctx, args, &bytes.Buffer{}, logs) }()
 	t.Cleanup(func() {
 		cancel()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/test/logbuf"
 )
 
@@ -24,7 +25,7 @@ type servedProc struct {
 // stops it at cleanup.
 func startServe(t *testing.T, args ...string) *servedProc {
 	t.Helper()
-	s := &servedProc{addr: freeAddr(t), logs: &logbuf.Buffer{}, code: make(chan int, 1)}
+	s := &servedProc{addr: freeport.Addr(t), logs: &logbuf.Buffer{}, code: make(chan int, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go func() {

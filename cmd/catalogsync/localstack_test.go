@@ -16,6 +16,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
 	"github.com/catalogsync/catalogsync/sync/buildindex"
@@ -49,7 +50,7 @@ func TestLocalStack(t *testing.T) {
 	}))
 	defer sink.Close()
 
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	reg := servers.StartRegistry(t, servers.WithNotifications("http://"+addr+"/hooks/registry", map[string]string{"Authorization": "local-secret"}))
 	t.Setenv("REGISTRY_HOOK_SECRET", "local-secret")
 	cfg := filepath.Join(t.TempDir(), "catalogsync.yaml")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 )
@@ -79,22 +79,12 @@ func TestSyncCommandErrors(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func TestServeSyncsConfiguredCatalogs(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	cfg := filepath.Join(dir, "catalogsync.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("storage:\n  dir: %s\ncatalogs:\n- name: sample\n  image: %s\n  pollIntervalMinutes: 1\n", store, sample(t))), 0o644)
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var out, errb bytes.Buffer

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/sync/status"
 	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -35,7 +36,7 @@ func TestServeSafeDefaults(t *testing.T) {
 	t.Run("events without credentials refuse to start", func(t *testing.T) {
 		cfg := writeServeConfig(t, "events: {}\n")
 		var errb logbuf.Buffer
-		code := run(context.Background(), []string{"serve", "--config", cfg, "--store", store, "--addr", freeAddr(t)}, io.Discard, &errb)
+		code := run(context.Background(), []string{"serve", "--config", cfg, "--store", store, "--addr", freeport.Addr(t)}, io.Discard, &errb)
 		if code == 0 || !strings.Contains(errb.String(), "insecure: true") {
 			t.Fatalf("exit %d: %s", code, errb.String())
 		}
@@ -145,7 +146,7 @@ func TestServeEventsOIDC(t *testing.T) {
 		}
 		return tr.Status.Token
 	}
-	eventsAddr := freeAddr(t)
+	eventsAddr := freeport.Addr(t)
 	cfg := writeServeConfig(t, "catalogs: [{name: tiny, image: \"127.0.0.1:1/tiny:v1\"}]\nevents: {audience: catalogsync-events}\n")
 	s := startServe(t, "--config", cfg, "--store", t.TempDir(), "--kubeconfig", k.Kubeconfig, "--events-addr", eventsAddr)
 	good := token("catalogsync-events")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/internal/tlsreload/tlstest"
 )
 
@@ -28,7 +29,7 @@ func TestServeHTTPS(t *testing.T) {
 	tlstest.WriteAtomic(t, clientCA, clients.PEM)
 	cfg := filepath.Join(dir, "catalogsync.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("storage:\n  dir: %s\ncatalogs:\n- name: sample\n  image: %s\n", filepath.Join(dir, "store"), sample(t))), 0o644)
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var out, errb bytes.Buffer

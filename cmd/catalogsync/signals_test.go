@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -23,7 +24,7 @@ import (
 // returns it with its log once the handler is reading that body.
 func stuckServe(t *testing.T, grace string) (*exec.Cmd, *logbuf.Buffer) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := filepath.Join(t.TempDir(), "catalogsync.yaml")
 	if err := os.WriteFile(cfg, []byte("catalogs: []\nwebhooks:\n  receivers:\n  - {name: ci, type: generic, secret: s3cret}\n"), 0o644); err != nil {
 		t.Fatal(err)

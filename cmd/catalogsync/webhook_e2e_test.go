@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -21,7 +22,7 @@ import (
 // A real registry notifies a running serve: a push publishes the catalog,
 // new content on the tag publishes again, and pulls trigger nothing.
 func TestServeWebhookEndToEnd(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	const secret = "registry-notify-secret"
 	reg := servers.StartRegistry(t, servers.WithNotifications("http://"+addr+"/hooks/registry", map[string]string{"Authorization": secret}))
 	dir := t.TempDir()

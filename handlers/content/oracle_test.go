@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -165,12 +166,7 @@ func startCatalogdRef(t *testing.T, bin string) string {
 	if out, err := exec.Command(bin, "store", "-fbc", fbc, "-root", root, "-name", "tiny").CombinedOutput(); err != nil {
 		t.Fatalf("catalogd-ref store: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeport.Addr(t)
 	cmd := exec.Command(bin, "serve", "-root", root, "-addr", addr)
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/handlers/graphql"
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
@@ -101,7 +102,7 @@ func catalogdRef(t testing.TB, name, dir string) string {
 
 func startRef(t testing.TB, bin, root string) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cmd := exec.Command(bin, "serve", "-root", root, "-addr", addr, "-graphql")
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -120,16 +121,6 @@ func startRef(t testing.TB, bin, root string) string {
 	}
 	t.Fatalf("catalogd-ref did not listen on %s", addr)
 	return ""
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // answer is one HTTP answer to a GraphQL request.

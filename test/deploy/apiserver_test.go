@@ -3,7 +3,6 @@ package deploy_test
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -259,7 +259,7 @@ func serveAsServiceAccount(t *testing.T, k kube) {
 		}
 		args = append(args, a)
 	}
-	port := freePort(t)
+	port := freeport.Port(t)
 	// Flags given later win: test-local address, store and credentials.
 	args = append([]string{"serve"}, append(args,
 		"--addr=127.0.0.1:"+strconv.Itoa(port), "--store="+filepath.Join(dir, "store"), "--kubeconfig="+kc)...)
@@ -356,14 +356,4 @@ spec:
 		}
 	}
 	t.Fatalf("serve did not label the ClusterCatalog and write its status; last object:\n%s\nserve's log:\n%s", last, logs.String())
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
