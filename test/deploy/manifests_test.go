@@ -289,7 +289,7 @@ var (
 func catalogsyncBinary(t testing.TB) string {
 	t.Helper()
 	helpOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "catalogsync-deploy-test-*")
+		dir, err := servers.ProcessTempDir("catalogsync-deploy-test")
 		if err != nil {
 			helpErr = err
 			return

@@ -418,7 +418,7 @@ func generated(t *testing.T, src string, copies int) string {
 	if v, ok := generatedDirs.Load(key); ok {
 		return v.(string)
 	}
-	dir, err := os.MkdirTemp("", "catalogsync-e2e-fbc-*")
+	dir, err := servers.ProcessTempDir("catalogsync-e2e-fbc")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
 package imagebuild_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -208,7 +208,7 @@ func TestChangePackageCommunityValid(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if out, err := exec.Command(opm, "validate", dst).CombinedOutput(); err != nil {
+		if out, err := servers.PeerCommand(context.Background(), t.TempDir(), opm, "validate", dst).CombinedOutput(); err != nil {
 			t.Fatalf("opm validate after change %d: %v\n%s", change, err, out)
 		}
 	}

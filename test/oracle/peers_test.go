@@ -51,7 +51,7 @@ func runPeers(ctx context.Context, peers, dir, work string) (verdict, error) {
 	var v verdict
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, filepath.Join(peers, "opm"), "validate", dir).CombinedOutput()
+	out, err := servers.PeerCommand(ctx, work, filepath.Join(peers, "opm"), "validate", dir).CombinedOutput()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

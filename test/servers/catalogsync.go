@@ -41,7 +41,7 @@ func CatalogsyncBinary(t testing.TB) string {
 			return
 		}
 		root := filepath.Dir(filepath.Dir(script))
-		dir, err := os.MkdirTemp("", "catalogsync-bin-*")
+		dir, err := ProcessTempDir("catalogsync-bin")
 		if err != nil {
 			built.err = err
 			return

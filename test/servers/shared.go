@@ -1,7 +1,6 @@
 package servers
 
 import (
-	"os"
 	"sync"
 	"testing"
 )
@@ -49,7 +48,7 @@ type processLifetime struct{ testing.TB }
 func (processLifetime) Cleanup(func()) {}
 
 func (p processLifetime) TempDir() string {
-	d, err := os.MkdirTemp("", "catalogsync-shared-*")
+	d, err := ProcessTempDir("catalogsync-shared")
 	if err != nil {
 		p.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package servers
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -42,4 +44,13 @@ func Peer(t testing.TB, name string) string {
 		t.Skipf("reference binary %s absent: %v", name, err)
 	}
 	return p
+}
+
+// PeerCommand is exec.CommandContext for a reference binary, with its
+// temp dir set to tmp: `opm validate` leaves an opm-registry-* dir of
+// its own in the temp dir on every run.
+func PeerCommand(ctx context.Context, tmp, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	return cmd
 }
