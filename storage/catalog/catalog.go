@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog/gqlshape"
 )
@@ -187,6 +189,7 @@ type Writer struct {
 	files []byte
 
 	closed bool
+	ended  bool  // EndContent was called: catalog.jsonl takes no more lines
 	err    error // sticky failure of Add
 }
 
@@ -260,7 +263,7 @@ func (w *Writer) Add(schema, pkg, name string, line []byte) error {
 // AddShaped is Add for a line whose GraphQL shape the caller supplies:
 // after the lines of one file, MergeShape the shape of those lines.
 func (w *Writer) AddShaped(schema, pkg, name string, line []byte) error {
-	if w.closed {
+	if w.closed || w.ended {
 		return ErrClosed
 	}
 	if w.err != nil {
@@ -320,33 +323,35 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	w.closed = true
 	defer w.cancel()
 	defer w.gql.Stop()
-	if w.err != nil {
+	if err := w.endContent(); err != nil {
 		w.abort()
-		return Meta{}, w.err
+		return Meta{}, err
 	}
-	if err := w.bw.Flush(); err != nil {
-		w.abort()
-		return Meta{}, fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, err)
-	}
-	w.pw.Close()
+	// The index, schema and summary depend only on the lines added, so
+	// they are written while the store finishes catalog.jsonl (on fs, its
+	// fsync); meta.json, which marks the content complete, waits for all.
+	var idx []byte
+	var gqlSize, filesSize int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		idx = encodeIndex(w.strs, w.objs, w.size)
+		if _, err := w.store.Put(gctx, w.prefix+indexFile, bytes.NewReader(idx)); err != nil {
+			return fmt.Errorf("catalog: writing index: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) { gqlSize, err = w.putGraphQL(gctx); return err })
+	g.Go(func() (err error) { filesSize, err = w.putFiles(gctx); return err })
 	res := w.collect(ctx)
+	gerr := g.Wait()
 	if res.err != nil {
 		return Meta{}, fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, res.err)
 	}
 	if res.info.Size != w.size {
 		return Meta{}, fmt.Errorf("catalog: store wrote %d of %d bytes of %s", res.info.Size, w.size, w.prefix+contentFile)
 	}
-	idx := encodeIndex(w.strs, w.objs, w.size)
-	if _, err := w.store.Put(ctx, w.prefix+indexFile, bytes.NewReader(idx)); err != nil {
-		return Meta{}, fmt.Errorf("catalog: writing index: %w", err)
-	}
-	gqlSize, err := w.putGraphQL(ctx)
-	if err != nil {
-		return Meta{}, err
-	}
-	filesSize, err := w.putFiles(ctx)
-	if err != nil {
-		return Meta{}, err
+	if gerr != nil {
+		return Meta{}, gerr
 	}
 	m.Format, m.GraphQLSize, m.FilesSize = metaFormat, gqlSize, filesSize
 	m.Name, m.Digest = w.name, w.digest
@@ -369,6 +374,32 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	return m, nil
 }
 
+// EndContent ends catalog.jsonl before Commit: the store finishes writing
+// it (on fs the fsync, on S3 the last part and the upload's completion)
+// while the caller goes on, e.g. validating what it wrote; Commit then
+// waits for what is left. Lines cannot be added after it. On error the
+// caller aborts.
+func (w *Writer) EndContent() error {
+	if w.closed || w.ended {
+		return ErrClosed
+	}
+	return w.endContent()
+}
+
+func (w *Writer) endContent() error {
+	if w.ended {
+		return nil
+	}
+	w.ended = true
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.bw.Flush(); err != nil {
+		return fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, err)
+	}
+	return w.pw.Close()
+}
+
 // Abort stops the upload and waits for it to end. The store's Put leaves
 // no partial catalog.jsonl, and no meta.json is written, so nothing of an
 // aborted writer is ever taken as complete.
@@ -384,7 +415,22 @@ func (w *Writer) abort() {
 	w.gql.Stop()
 	w.cancel()
 	w.pw.CloseWithError(ErrClosed)
-	w.collect(context.Background())
+	if res := w.collect(context.Background()); res.err == nil && w.ended {
+		w.dropContent()
+	}
+}
+
+// dropContent removes a catalog.jsonl that EndContent let the store
+// complete, so a catalog refused after it leaves no content behind. It
+// keeps one whose meta.json exists: complete content of the same digest,
+// which this writer only rewrote with the same bytes.
+func (w *Writer) dropContent() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := w.store.Stat(ctx, w.prefix+metaFile); !errors.Is(err, storage.ErrNotExist) {
+		return
+	}
+	_ = w.store.Delete(ctx, w.prefix+contentFile) // best effort: GC removes it otherwise
 }
 
 // Query selects objects as catalogd's /api/v1/metas does: each non-empty

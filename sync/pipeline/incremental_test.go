@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -235,6 +236,20 @@ func TestIncrementalCrossFileRules(t *testing.T) {
 			meta, ok, err := catalog.HasContent(context.Background(), st, "c", ptr.Digest)
 			if err != nil || !ok || meta.FilesSize == 0 {
 				t.Fatalf("published content after the refusal: %+v %v %v", meta, ok, err)
+			}
+			// The refused content, ended before validation, is not kept.
+			published, err := catalog.ContentKey("c", ptr.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := st.List(context.Background(), "catalogs/c/sha256-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if path.Dir(k.Key) != path.Dir(published) {
+					t.Errorf("the refused sync left %s", k.Key)
+				}
 			}
 		})
 	}

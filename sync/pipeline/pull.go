@@ -280,6 +280,7 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 		pool.stream.abort()
 		return catalog.Meta{}, err
 	}
+	pool.stream.end()
 	a.phase(PhasePulling, t)
 	v, err := a.validate(u, pool.results)
 	if err != nil {

@@ -109,6 +109,15 @@ func (s *streamer) stop() {
 	<-s.done
 }
 
+// end ends the written content while the bet holds, so the store writes
+// it out (the fs fsync, the last S3 part) during validation instead of
+// after it. A bet lost later (see result) drops it.
+func (s *streamer) end() {
+	if s.lost == nil {
+		s.lose(s.cw.w.EndContent())
+	}
+}
+
 func (s *streamer) abort() {
 	s.lose(errors.New("sync failed"))
 }
