@@ -49,6 +49,7 @@ func benchIncremental(b *testing.B, name, backend string) {
 	floor := gunzipFloor(b, v2.layerFile)
 	b.SetBytes(v2.fbcBytes)
 	var rss, anon int64
+	var inProcess time.Duration
 	var files, reused int
 	phases := map[string]time.Duration{}
 	b.ResetTimer()
@@ -78,11 +79,12 @@ func benchIncremental(b *testing.B, name, backend string) {
 		for ph, d := range syncPhases(stdout.String()) {
 			phases[ph] += d
 		}
+		inProcess += syncDuration(b, stdout.String())
 		to.remove()
 		b.StartTimer()
 	}
 	b.StopTimer()
-	reportSync(b, v2.fbcBytes, rss, anon, floor)
+	reportSync(b, v2.fbcBytes, rss, anon, floor, inProcess)
 	b.ReportMetric(float64(files)/float64(b.N), "files")
 	b.ReportMetric(float64(reused)/float64(b.N), "reused-files")
 	for ph, d := range phases {
