@@ -51,9 +51,12 @@ func (e *factsEnc) strs(ss []string) {
 	}
 }
 
-// appendFacts appends f's record to b.
+// appendFacts appends f's record to b. The record is encoded in place
+// after room for the longest length prefix, then moved back over the
+// room the prefix did not need: no buffer of its own per file.
 func appendFacts(b []byte, f *fileFacts) []byte {
-	var e factsEnc
+	start := len(b)
+	e := factsEnc{b: append(b, make([]byte, binary.MaxVarintLen64)...)}
 	e.b = append(e.b, f.Sum[:]...)
 	e.num(uint64(f.Off))
 	e.num(uint64(f.Len))
@@ -66,8 +69,12 @@ func appendFacts(b []byte, f *fileFacts) []byte {
 		e.ref(o.Ref)
 	}
 	e.raw(f.Shape)
-	b = binary.AppendUvarint(b, uint64(len(e.b)))
-	return append(b, e.b...)
+	body := start + binary.MaxVarintLen64
+	var prefix [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(prefix[:], uint64(len(e.b)-body))
+	copy(e.b[start+k:], e.b[body:])
+	copy(e.b[start:], prefix[:k])
+	return e.b[:len(e.b)-(binary.MaxVarintLen64-k)]
 }
 
 func (e *factsEnc) ref(r *fbc.Ref) {

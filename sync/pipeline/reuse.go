@@ -164,6 +164,11 @@ func newContentWrite(w *catalog.Writer, s storage.Store, sp *spool, prev *catalo
 	cw := &contentWrite{w: w, sp: sp, buf: make([]byte, 0, 64<<10)}
 	if prev != nil {
 		cw.earlier = &earlierLines{store: s, meta: *prev}
+		// The new summary is about the earlier one's size: growing to it
+		// would copy it over and over.
+		if prev.FilesSize > 0 && prev.FilesSize <= catalog.MaxFilesSize {
+			cw.summary = make([]byte, 0, prev.FilesSize+prev.FilesSize/8)
+		}
 	}
 	return cw
 }
