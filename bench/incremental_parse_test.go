@@ -1,6 +1,9 @@
 package bench
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // The summary's files line, as the incremental sync prints it, and the
 // summary of a catalogsync without it.
@@ -45,6 +48,27 @@ func TestPeakLines(t *testing.T) {
 		}
 		if got, found := kibOf(re, c.stderr); got != c.want || found != c.found {
 			t.Errorf("%s of %q = %d, %v; want %d, %v", c.line, c.stderr, got, found, c.want, c.found)
+		}
+	}
+}
+
+// The sync's own duration ends the summary's first line; a summary without
+// it (or with another line shaped alike) yields none.
+func TestSyncDuration(t *testing.T) {
+	for _, c := range []struct {
+		stdout string
+		want   time.Duration
+		ok     bool
+	}{
+		{"catalog \"bench\": Published sha256:ab (959ms)\n  files       33 (32 reused)\n", 959 * time.Millisecond, true},
+		{"catalog \"bench\": UpToDate sha256:ab (4ms)\n", 4 * time.Millisecond, true},
+		{"catalog \"bench\": Published sha256:ab (1.5s)\n", 1500 * time.Millisecond, true},
+		{"  phases      pulling 1s (2 layers)\n", 0, false},
+		{"catalog \"bench\": Published sha256:ab (soon)\n", 0, false},
+	} {
+		d, ok := syncDurationOf(c.stdout)
+		if d != c.want || ok != c.ok {
+			t.Errorf("syncDurationOf(%q) = %v, %v; want %v, %v", c.stdout, d, ok, c.want, c.ok)
 		}
 	}
 }

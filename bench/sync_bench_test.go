@@ -94,15 +94,21 @@ var summaryLine = regexp.MustCompile(`(?m)^catalog "[^"]*": \S+ \S+ \(([^)]+)\)\
 
 // syncDuration reads the sync's own duration from its summary.
 func syncDuration(b *testing.B, stdout string) time.Duration {
-	m := summaryLine.FindStringSubmatch(stdout)
-	if m == nil {
+	d, ok := syncDurationOf(stdout)
+	if !ok {
 		b.Fatalf("no summary line with the sync's duration in:\n%s", stdout)
 	}
-	d, err := time.ParseDuration(m[1])
-	if err != nil {
-		b.Fatalf("summary duration %q: %v", m[1], err)
-	}
 	return d
+}
+
+// syncDurationOf is syncDuration without a benchmark to fail.
+func syncDurationOf(stdout string) (time.Duration, bool) {
+	m := summaryLine.FindStringSubmatch(stdout)
+	if m == nil {
+		return 0, false
+	}
+	d, err := time.ParseDuration(m[1])
+	return d, err == nil
 }
 
 // syncPhases reads the phase durations from the summary `catalogsync sync`
