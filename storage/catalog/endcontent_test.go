@@ -20,16 +20,8 @@ func TestEndContentThenCommit(t *testing.T) {
 	objs := genCatalog(rand.New(rand.NewPCG(3, 3)), 4)
 	want := writeCatalog(t, s, "whole", digestOf("a"), objs)
 
-	w, err := NewWriter(ctx, s, "ended", digestOf("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := writerWith(t, s, "ended", digestOf("a"), objs)
 	defer w.Abort()
-	for _, o := range objs {
-		if err := w.Add(o.schema, o.pkg, o.name, o.line); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := w.EndContent(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,15 +60,7 @@ func TestAbortAfterEndContentDropsContent(t *testing.T) {
 	objs := genCatalog(rand.New(rand.NewPCG(4, 4)), 3)
 	endAndAbort := func(name, digest string) {
 		t.Helper()
-		w, err := NewWriter(ctx, s, name, digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range objs {
-			if err := w.Add(o.schema, o.pkg, o.name, o.line); err != nil {
-				t.Fatal(err)
-			}
-		}
+		w := writerWith(t, s, name, digest, objs)
 		if err := w.EndContent(); err != nil {
 			t.Fatal(err)
 		}

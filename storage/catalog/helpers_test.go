@@ -90,20 +90,28 @@ func concat(objs []obj, q Query) []byte {
 	return b.Bytes()
 }
 
-func writeCatalog(t testing.TB, s storage.Store, name, digest string, objs []obj) Meta {
+// writerWith starts writing name at digest and adds objs; the caller
+// commits or aborts it.
+func writerWith(t testing.TB, s storage.Store, name, digest string, objs []obj) *Writer {
 	t.Helper()
-	ctx := context.Background()
-	w, err := NewWriter(ctx, s, name, digest)
+	w, err := NewWriter(context.Background(), s, name, digest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Abort()
 	for _, o := range objs {
 		if err := w.Add(o.schema, o.pkg, o.name, o.line); err != nil {
+			w.Abort()
 			t.Fatal(err)
 		}
 	}
-	m, err := w.Commit(ctx, Meta{Ref: "example.com/catalog:latest", Stats: map[string]any{"pull": 1.5}})
+	return w
+}
+
+func writeCatalog(t testing.TB, s storage.Store, name, digest string, objs []obj) Meta {
+	t.Helper()
+	w := writerWith(t, s, name, digest, objs)
+	defer w.Abort()
+	m, err := w.Commit(context.Background(), Meta{Ref: "example.com/catalog:latest", Stats: map[string]any{"pull": 1.5}})
 	if err != nil {
 		t.Fatal(err)
 	}
