@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,14 +11,15 @@ import (
 	"github.com/catalogsync/catalogsync/storage/fs"
 )
 
-// counting counts the Puts that reach a store.
+// counting counts the Puts that reach a store; Commit puts several
+// objects at once.
 type counting struct {
 	storage.Store
-	puts int
+	puts atomic.Int64
 }
 
 func (c *counting) Put(ctx context.Context, key string, r io.Reader) (storage.Info, error) {
-	c.puts++
+	c.puts.Add(1)
 	return c.Store.Put(ctx, key, r)
 }
 
@@ -39,8 +41,8 @@ func TestMarkConfiguredKeepsCatalogs(t *testing.T) {
 	if err := MarkConfigured(ctx, s, []string{"quiet"}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	puts := s.puts
-	if err := MarkConfigured(ctx, s, []string{"quiet"}, time.Hour); err != nil || s.puts != puts {
+	puts := s.puts.Load()
+	if err := MarkConfigured(ctx, s, []string{"quiet"}, time.Hour); err != nil || s.puts.Load() != puts {
 		t.Fatalf("a fresh mark was rewritten (err %v)", err)
 	}
 	// GC by the other replica, whose clock is past the unconfigured age of
