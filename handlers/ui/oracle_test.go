@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/engine"
+	"github.com/catalogsync/catalogsync/test/servers"
 )
 
 // mermaidGraph is what a Mermaid upgrade graph says, per channel: its
@@ -91,6 +91,7 @@ func TestGraphsMatchOPM(t *testing.T) {
 	var mu sync.Mutex
 	edges := 0
 	sem := make(chan struct{}, 2)
+	tmp := t.TempDir() // opm leaves an opm-registry-* dir per run in its temp dir
 	var wg sync.WaitGroup
 	for _, pkg := range pkgs {
 		wg.Add(1)
@@ -100,7 +101,7 @@ func TestGraphsMatchOPM(t *testing.T) {
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, opm, "alpha", "render-graph", dir, "-p", pkg).Output()
+			out, err := servers.PeerCommand(ctx, tmp, opm, "alpha", "render-graph", dir, "-p", pkg).Output()
 			if err != nil {
 				t.Errorf("opm render-graph %s: %v", pkg, err)
 				return

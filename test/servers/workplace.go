@@ -47,8 +47,8 @@ func Peer(t testing.TB, name string) string {
 }
 
 // PeerCommand is exec.CommandContext for a reference binary, with its
-// temp dir set to tmp: `opm validate` leaves an opm-registry-* dir of
-// its own in the temp dir on every run.
+// temp dir set to tmp: `opm validate` and `opm alpha render-graph` leave
+// an opm-registry-* dir of their own in the temp dir on every run.
 func PeerCommand(ctx context.Context, tmp, bin string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
