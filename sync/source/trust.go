@@ -57,9 +57,9 @@ func (t *trust) install(tr *http.Transport) {
 // host builds its pool.
 func (t *trust) check() error {
 	files := t.inputs("")
-	for name, h := range t.hosts {
+	for _, h := range t.hosts {
 		if h.CAFile != "" {
-			files = append(files, t.inputs(name)...)
+			files = append(files, h.CAFile)
 		}
 	}
 	for _, f := range files {
