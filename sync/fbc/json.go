@@ -299,53 +299,8 @@ func (p *jsonParser) string() ([]byte, error) {
 		case c < 0x20:
 			return nil, p.fail("invalid character in string literal:")
 		case c == '\\':
-			p.pos++
-			if p.pos >= len(src) {
-				return nil, errJSONEOF
-			}
-			e := src[p.pos]
-			p.pos++
-			switch e {
-			case '"', '\\', '/':
-				a.strs = append(a.strs, e)
-			case 'b':
-				a.strs = append(a.strs, '\b')
-			case 'f':
-				a.strs = append(a.strs, '\f')
-			case 'n':
-				a.strs = append(a.strs, '\n')
-			case 'r':
-				a.strs = append(a.strs, '\r')
-			case 't':
-				a.strs = append(a.strs, '\t')
-			case 'u':
-				r, err := p.hex4()
-				if err != nil {
-					return nil, err
-				}
-				if utf16.IsSurrogate(r) {
-					// A valid pair must follow directly; otherwise U+FFFD.
-					if p.pos+1 < len(src) && src[p.pos] == '\\' && src[p.pos+1] == 'u' {
-						save := p.pos
-						p.pos += 2
-						r2, err := p.hex4()
-						if err != nil {
-							return nil, err
-						}
-						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-							r = d
-						} else {
-							p.pos = save
-							r = utf8.RuneError
-						}
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				a.strs = utf8.AppendRune(a.strs, r)
-			default:
-				p.pos--
-				return nil, p.fail("invalid character in string escape code:")
+			if err := p.escape(); err != nil {
+				return nil, err
 			}
 		case c < utf8.RuneSelf:
 			a.strs = append(a.strs, c)
@@ -360,6 +315,65 @@ func (p *jsonParser) string() ([]byte, error) {
 			p.pos += size
 		}
 	}
+}
+
+// escape decodes the escape at p.pos (its backslash) into p.a.strs.
+func (p *jsonParser) escape() error {
+	src, a := p.src, p.a
+	p.pos++
+	if p.pos >= len(src) {
+		return errJSONEOF
+	}
+	e := src[p.pos]
+	p.pos++
+	switch e {
+	case '"', '\\', '/':
+		a.strs = append(a.strs, e)
+	case 'b':
+		a.strs = append(a.strs, '\b')
+	case 'f':
+		a.strs = append(a.strs, '\f')
+	case 'n':
+		a.strs = append(a.strs, '\n')
+	case 'r':
+		a.strs = append(a.strs, '\r')
+	case 't':
+		a.strs = append(a.strs, '\t')
+	case 'u':
+		r, err := p.unicodeEscape()
+		if err != nil {
+			return err
+		}
+		a.strs = utf8.AppendRune(a.strs, r)
+	default:
+		p.pos--
+		return p.fail("invalid character in string escape code:")
+	}
+	return nil
+}
+
+// unicodeEscape reads the four hex digits after \u, and the low half of a
+// surrogate pair when one directly follows; an unpaired half is U+FFFD.
+func (p *jsonParser) unicodeEscape() (rune, error) {
+	src := p.src
+	r, err := p.hex4()
+	if err != nil || !utf16.IsSurrogate(r) {
+		return r, err
+	}
+	if p.pos+1 >= len(src) || src[p.pos] != '\\' || src[p.pos+1] != 'u' {
+		return utf8.RuneError, nil
+	}
+	save := p.pos
+	p.pos += 2
+	r2, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+		return d, nil
+	}
+	p.pos = save
+	return utf8.RuneError, nil
 }
 
 func (p *jsonParser) hex4() (rune, error) {
