@@ -15,13 +15,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	fsstore "github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
 
@@ -72,7 +72,7 @@ func TestIncrementalRandomChanges(t *testing.T) {
 	defer incr.remove()
 	first := f.sync(t, v1.ref, incr)
 	r.prev = contentSum(t, incr.dir, summaryDigest(t, first.stdout))
-	var reused, files, diffs, odd int
+	var reused, files, diffs, odd, shared int
 	for i := range n {
 		res := r.step(i, incr)
 		diffs += len(res.diffs)
@@ -81,10 +81,13 @@ func TestIncrementalRandomChanges(t *testing.T) {
 		if res.files > 0 && res.reused != res.files-1 {
 			odd++
 		}
-		t.Logf("change %d: %s; %d of %d files reused, %d differences %v", i+1, res.what, res.reused, res.files, len(res.diffs), res.diffs)
+		if res.extents > 0 {
+			shared++
+		}
+		t.Logf("change %d: %s; %d of %d files reused, %d extents, %d differences %v", i+1, res.what, res.reused, res.files, res.extents, len(res.diffs), res.diffs)
 	}
-	t.Logf("%s, seed %d: %d incremental syncs compared with full ones, %d differences; %d of %d files reused; %d syncs reused other than all files but the changed one",
-		name, seed, n, diffs, reused, files, odd)
+	t.Logf("%s, seed %d: %d incremental syncs compared with full ones, %d differences; %d of %d files reused; %d syncs reused other than all files but the changed one; %d shared lines with earlier content, %d wrote catalog.jsonl whole",
+		name, seed, n, diffs, reused, files, odd, shared, n-shared)
 	if reused == 0 {
 		t.Logf("no file was reused: this catalogsync has no incremental sync, so full syncs were compared with full syncs")
 	}
@@ -98,6 +101,7 @@ type stepResult struct {
 	what          string
 	files, reused int
 	diffs         []string
+	extents       int // of the incremental content: 0 when written whole
 }
 
 // step makes change i, syncs the image incrementally into incr (checked
@@ -126,13 +130,14 @@ func (r *randomRun) step(i int, incr store) stepResult {
 	defer full.remove()
 	r.f.sync(t, img, full)
 	res.diffs = compareContent(t, incr.dir, full.dir, digest)
+	res.extents = len(metaOf(t, incr.dir, digest).Extents)
 	// A change that changed nothing would prove nothing.
 	sum := contentSum(t, full.dir, digest)
 	if sum == r.prev {
 		t.Fatalf("change %d (%s) left catalog.jsonl as it was", i+1, what)
 	}
 	r.prev = sum
-	pruneContent(t, incr.dir, digest)
+	pruneContent(t, incr.dir)
 	return res
 }
 
@@ -224,11 +229,13 @@ func overlayTree(src, over, dst string) error {
 	return linkTree(src, dst, files)
 }
 
-// contentFiles are compared byte for byte; meta.json field by field.
-var contentFiles = []string{"catalog.jsonl", "index", "graphql-schema.json"}
+// contentFiles are compared byte for byte, catalog.jsonl as the catalog
+// package reads it (shared content is made of extents), meta.json field by
+// field.
+var contentFiles = []string{"index", "graphql-schema.json"}
 
 // compareContent lists how the content of digest differs between two fs
-// stores of the catalog "bench".
+// stores of the catalog "bench", a the incremental one, b the full one.
 func compareContent(t *testing.T, a, b, digest string) []string {
 	t.Helper()
 	key, err := catalog.ContentKey("bench", digest)
@@ -244,12 +251,20 @@ func compareContent(t *testing.T, a, b, digest string) []string {
 			diffs = append(diffs, fmt.Sprintf("%s: incremental %s %v, full %s %v", name, ha, errA, hb, errB))
 		}
 	}
+	sa, sb := contentSum(t, a, digest), contentSum(t, b, digest)
+	if sa != sb {
+		diffs = append(diffs, fmt.Sprintf("catalog.jsonl: incremental %s, full %s", sa, sb))
+	}
 	ma, mb := readMeta(t, dirA), readMeta(t, dirB)
 	if ma.Digest != digest {
 		diffs = append(diffs, fmt.Sprintf("meta.json of the incremental store is for %s", ma.Digest))
 	}
-	if h, _ := fileSum(filepath.Join(dirA, "catalog.jsonl")); ma.SHA256 != h {
-		diffs = append(diffs, fmt.Sprintf("meta.json sha256 %s, catalog.jsonl's is %s", ma.SHA256, h))
+	if mb.SHA256 != sb {
+		diffs = append(diffs, fmt.Sprintf("meta.json sha256 %s, catalog.jsonl's is %s", mb.SHA256, sb))
+	}
+	// Shared content has extents instead of a sha256 of its own.
+	if len(ma.Extents) > 0 && ma.SHA256 == "" {
+		ma.Format, ma.SHA256, ma.Extents = mb.Format, mb.SHA256, mb.Extents
 	}
 	if !reflect.DeepEqual(ma, mb) {
 		diffs = append(diffs, fmt.Sprintf("meta.json: incremental %+v, full %+v", ma, mb))
@@ -257,18 +272,45 @@ func compareContent(t *testing.T, a, b, digest string) []string {
 	return diffs
 }
 
-// contentSum is the sha256 of the catalog.jsonl of digest in an fs store.
-func contentSum(t *testing.T, dir, digest string) string {
+// metaOf reads the meta.json of digest in an fs store.
+func metaOf(t *testing.T, dir, digest string) catalog.Meta {
 	t.Helper()
 	key, err := catalog.ContentKey("bench", digest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := fileSum(filepath.Join(dir, filepath.FromSlash(key)))
+	return readMeta(t, filepath.Join(dir, filepath.FromSlash(path.Dir(key))))
+}
+
+// contentSum is the sha256 of the catalog.jsonl of digest in an fs store.
+func contentSum(t *testing.T, dir, digest string) string {
+	t.Helper()
+	ctx := context.Background()
+	st := fsStore(t, dir)
+	defer st.Close()
+	c, err := catalog.OpenDigest(ctx, st, "bench", digest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sum
+	rc, err := c.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+func fsStore(t *testing.T, dir string) *fsstore.Store {
+	t.Helper()
+	st, err := fsstore.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // summaryDigest reads the digest from a sync's summary:
@@ -311,24 +353,14 @@ func fileSum(p string) (string, error) {
 	return fmt.Sprintf("%x", h.Sum(nil)), nil
 }
 
-// pruneContent removes every content folder of the fs store's catalog
-// "bench" but keep's: 220 MB each, and only the published one is read by
-// the next sync.
-func pruneContent(t *testing.T, dir, keep string) {
+// pruneContent removes the content of the fs store's catalog "bench" that
+// neither is current nor shares lines with it (GC, without keeping any or
+// waiting): 220 MB each when not shared.
+func pruneContent(t *testing.T, dir string) {
 	t.Helper()
-	key, err := catalog.ContentKey("bench", keep)
-	if err != nil {
+	st := fsStore(t, dir)
+	defer st.Close()
+	if _, err := catalog.GC(context.Background(), st, catalog.GCOptions{Keep: -1, Grace: -1}); err != nil {
 		t.Fatal(err)
-	}
-	keepDir := filepath.Join(dir, filepath.FromSlash(path.Dir(key)))
-	parent := filepath.Dir(keepDir)
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if p := filepath.Join(parent, e.Name()); e.IsDir() && p != keepDir && slices.Contains([]string{"sha256", "sha512"}, strings.SplitN(e.Name(), "-", 2)[0]) {
-			os.RemoveAll(p)
-		}
 	}
 }

@@ -253,7 +253,11 @@ func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir str
 	fmt.Fprintf(w, "  image       %s\n  resolved    %s\n", res.Image, res.ResolvedRef)
 	m := res.Meta
 	fmt.Fprintf(w, "  objects     %d (%s)\n", m.Objects, formatCounts(m.Schemas))
-	fmt.Fprintf(w, "  size        %d bytes, sha256 %s\n", m.Size, m.SHA256)
+	if m.SHA256 != "" {
+		fmt.Fprintf(w, "  size        %d bytes, sha256 %s\n", m.Size, m.SHA256)
+	} else {
+		fmt.Fprintf(w, "  size        %d bytes in %d extents, shared with %d earlier digests\n", m.Size, len(m.Extents), len(m.Sources()))
+	}
 	if res.Action == pipeline.ActionPublished {
 		fmt.Fprintf(w, "  files       %d (%d reused)\n", res.Files, res.FilesReused)
 	}

@@ -404,14 +404,10 @@ func (h *Handler) serveCatalog(w http.ResponseWriter, r *http.Request, write fun
 // Ranges are answered in identity only, through http.ServeContent.
 func (h *Handler) writeAll(w http.ResponseWriter, r *http.Request, c *catalog.Catalog) error {
 	size, mod := c.Meta.Size, lastModified(c)
-	key, err := catalog.ContentKey(c.Name, c.Meta.Digest)
-	if err != nil {
-		return err
-	}
 	if r.Header.Get("Range") != "" || !h.wantGzip(r, size) {
 		w.Header().Set("ETag", etag(c, nil, false))
 		return h.serveIdentity(w, r, c.Name, mod, true, &lazyBody{size: size, open: func(off int64) (io.ReadCloser, error) {
-			return h.store.Get(r.Context(), key, off, size-off)
+			return c.OpenRange(r.Context(), off, size-off)
 		}})
 	}
 	tag := etag(c, nil, true)
@@ -420,10 +416,11 @@ func (h *Handler) writeAll(w http.ResponseWriter, r *http.Request, c *catalog.Ca
 		return nil
 	}
 	var rc io.ReadCloser
+	var err error
 	if r.Method != http.MethodHead {
 		// Opened before any header is written, so a missing or failing
 		// object still gets an error status.
-		if rc, err = h.store.Get(r.Context(), key, 0, size); err != nil {
+		if rc, err = c.All(r.Context()); err != nil {
 			return err
 		}
 		defer rc.Close()

@@ -7,12 +7,15 @@
 //	catalogs/<name>/<alg>-<hex>/catalog.jsonl  every FBC object, one JSON line each
 //	catalogs/<name>/<alg>-<hex>/index          byte ranges by schema, package, name
 //	catalogs/<name>/<alg>-<hex>/graphql-schema.json  fields seen per schema, for GraphQL
+//	catalogs/<name>/<alg>-<hex>/files          the per-file summary a later sync reuses
 //	catalogs/<name>/<alg>-<hex>/meta.json      written last: the content is complete
 //	catalogs/<name>/current                    the pointer to the published digest
 //	catalogs/<name>/lastpoll                   the last poll, changed or not
 //
 // Content is addressed by the image digest and never changes once its
 // meta.json exists; publishing is a compare-and-swap of the small pointer.
+// Content written with ShareFrom has delta.jsonl (its own lines) instead of
+// catalog.jsonl, which its meta.json describes as extents (extents.go).
 package catalog
 
 import (
@@ -75,9 +78,12 @@ type Meta struct {
 	// Ref is the image reference the content was pulled from.
 	Ref     string `json:"ref,omitempty"`
 	Objects int    `json:"objects"`
-	// Size is the byte size of catalog.jsonl; SHA256 its hex sha256.
+	// Size is the byte size of catalog.jsonl; SHA256 its hex sha256, ""
+	// for shared content (format 2), which never reads the bytes it shares.
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// Extents is where catalog.jsonl lies in format 2 (see ShareFrom).
+	Extents []Extent `json:"extents,omitempty"`
 	// IndexSize is the byte size of the index, so a reader can fetch it
 	// into one exactly sized buffer.
 	IndexSize int64 `json:"indexSize"`
@@ -128,8 +134,15 @@ func readMeta(ctx context.Context, s storage.Store, name, digest string) (Meta, 
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Meta{}, fmt.Errorf("catalog: %s: %w: %v", key, ErrCorrupt, err)
 	}
-	if m.Format != metaFormat {
+	switch {
+	case m.Format != metaFormat && m.Format != sharedFormat:
 		return Meta{}, fmt.Errorf("catalog: %s: format %d: %w", key, m.Format, ErrFormat)
+	case m.Format == metaFormat && len(m.Extents) > 0:
+		return Meta{}, fmt.Errorf("catalog: %s: extents in format %d: %w", key, m.Format, ErrCorrupt)
+	case m.Format == sharedFormat:
+		if err := checkExtents(m); err != nil {
+			return Meta{}, fmt.Errorf("catalog: %s: %s: %w", key, err, ErrCorrupt)
+		}
 	}
 	if m.Digest != digest || m.Name != name || m.Size < 0 || m.Objects < 0 ||
 		m.IndexSize < indexHeader+4 || m.IndexSize > maxIndex {
@@ -188,6 +201,16 @@ type Writer struct {
 	// files is the per-file summary stored at Commit (SetFiles).
 	files []byte
 
+	// contentKey is catalog.jsonl, or delta.jsonl when sharing: then
+	// extents describe catalog.jsonl, phys counts delta.jsonl's bytes and
+	// from maps the earlier content shared from.
+	contentKey string
+	shareFrom  *Meta
+	sharing    bool
+	from       extentMap
+	extents    []Extent
+	phys       int64
+
 	closed bool
 	ended  bool  // EndContent was called: catalog.jsonl takes no more lines
 	err    error // sticky failure of Add
@@ -204,7 +227,7 @@ type putResult struct {
 // Check HasContent first: rewriting complete content replaces its files
 // under readers that have it open, which is harmless only because the same
 // digest yields the same bytes.
-func NewWriter(ctx context.Context, s storage.Store, name, digest string) (*Writer, error) {
+func NewWriter(ctx context.Context, s storage.Store, name, digest string, opts ...WriterOption) (*Writer, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -214,17 +237,25 @@ func NewWriter(ctx context.Context, s storage.Store, name, digest string) (*Writ
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	w := &Writer{store: s, name: name, digest: digest, prefix: contentPrefix(name, digest)}
+	for _, o := range opts {
+		o(w)
+	}
+	if err := w.startSharing(ctx); err != nil {
+		return nil, fmt.Errorf("catalog: sharing from %s: %w", w.shareFrom.Digest, err)
+	}
+	w.contentKey = w.prefix + contentFile
+	if w.sharing {
+		w.contentKey = w.prefix + deltaFile
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
-	w := &Writer{
-		store: s, name: name, digest: digest, prefix: contentPrefix(name, digest),
-		cancel: cancel, pw: pw, bw: bufio.NewWriterSize(pw, 256<<10), sum: sha256.New(),
-		done: make(chan putResult, 1),
-		ids:  map[string]uint32{"": 0}, strs: []string{""},
-		gql: gqlshape.NewBackground(),
-	}
+	w.cancel, w.pw, w.bw, w.sum = cancel, pw, bufio.NewWriterSize(pw, 256<<10), sha256.New()
+	w.done = make(chan putResult, 1)
+	w.ids, w.strs = map[string]uint32{"": 0}, []string{""}
+	w.gql = gqlshape.NewBackground()
 	go func() {
-		in, err := s.Put(pctx, w.prefix+contentFile, pr)
+		in, err := s.Put(pctx, w.contentKey, pr)
 		if err != nil {
 			// Unblocks an Add waiting on the pipe.
 			pr.CloseWithError(err)
@@ -284,11 +315,16 @@ func (w *Writer) add(schema, pkg, name string, line []byte) error {
 	if len(line) == 0 || int64(len(line)) > maxLine || bytes.IndexByte(line, '\n') != len(line)-1 {
 		return fmt.Errorf("catalog: object %d (%s %s %s): %w", len(w.objs), schema, pkg, name, ErrInvalidLine)
 	}
-	w.sum.Write(line)
+	if w.sharing {
+		w.appendExtent(Extent{Object: digestDir(w.digest) + "/" + deltaFile, Off: w.phys, Len: int64(len(line))})
+	} else {
+		w.sum.Write(line)
+	}
 	if _, err := w.bw.Write(line); err != nil {
-		w.err = fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, err)
+		w.err = fmt.Errorf("catalog: writing %s: %w", w.contentKey, err)
 		return w.err
 	}
+	w.phys += int64(len(line))
 	w.objs = append(w.objs, object{w.intern(schema), w.intern(pkg), w.intern(name), int64(len(line))})
 	w.size += int64(len(line))
 	return nil
@@ -345,10 +381,10 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	res := w.collect(ctx)
 	gerr := g.Wait()
 	if res.err != nil {
-		return Meta{}, fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, res.err)
+		return Meta{}, fmt.Errorf("catalog: writing %s: %w", w.contentKey, res.err)
 	}
-	if res.info.Size != w.size {
-		return Meta{}, fmt.Errorf("catalog: store wrote %d of %d bytes of %s", res.info.Size, w.size, w.prefix+contentFile)
+	if res.info.Size != w.phys {
+		return Meta{}, fmt.Errorf("catalog: store wrote %d of %d bytes of %s", res.info.Size, w.phys, w.contentKey)
 	}
 	if gerr != nil {
 		return Meta{}, gerr
@@ -356,7 +392,10 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	m.Format, m.GraphQLSize, m.FilesSize = metaFormat, gqlSize, filesSize
 	m.Name, m.Digest = w.name, w.digest
 	m.Objects, m.Size, m.IndexSize = len(w.objs), w.size, int64(len(idx))
-	m.SHA256 = hex.EncodeToString(w.sum.Sum(nil))
+	m.SHA256, m.Extents = hex.EncodeToString(w.sum.Sum(nil)), nil
+	if w.sharing {
+		m.Format, m.SHA256, m.Extents = sharedFormat, "", w.extents
+	}
 	m.Schemas = map[string]int{}
 	for _, o := range w.objs {
 		m.Schemas[w.strs[o.schema]]++
@@ -395,7 +434,7 @@ func (w *Writer) endContent() error {
 		return w.err
 	}
 	if err := w.bw.Flush(); err != nil {
-		return fmt.Errorf("catalog: writing %s: %w", w.prefix+contentFile, err)
+		return fmt.Errorf("catalog: writing %s: %w", w.contentKey, err)
 	}
 	return w.pw.Close()
 }
@@ -430,7 +469,7 @@ func (w *Writer) dropContent() {
 	if _, err := w.store.Stat(ctx, w.prefix+metaFile); !errors.Is(err, storage.ErrNotExist) {
 		return
 	}
-	_ = w.store.Delete(ctx, w.prefix+contentFile) // best effort: GC removes it otherwise
+	_ = w.store.Delete(ctx, w.contentKey) // best effort: GC removes it otherwise
 }
 
 // Query selects objects as catalogd's /api/v1/metas does: each non-empty
@@ -522,7 +561,17 @@ func OpenDigest(ctx context.Context, s storage.Store, name, digest string) (*Cat
 
 // All returns the whole catalog.jsonl (Meta.Size bytes).
 func (c *Catalog) All(ctx context.Context) (io.ReadCloser, error) {
-	return c.store.Get(ctx, c.key, 0, -1)
+	return c.OpenRange(ctx, 0, c.Meta.Size)
+}
+
+// OpenRange returns n bytes of catalog.jsonl from off, which must lie
+// within Meta.Size. A missing object is an error of OpenRange, not of the
+// first Read, so a server can still answer with an error status.
+func (c *Catalog) OpenRange(ctx context.Context, off, n int64) (io.ReadCloser, error) {
+	if off < 0 || n < 0 || off > c.Meta.Size || n > c.Meta.Size-off {
+		return nil, fmt.Errorf("catalog: range %d+%d of %s (%d bytes): %w", off, n, c.key, c.Meta.Size, ErrCorrupt)
+	}
+	return openContent(ctx, c.store, c.Meta, off, n)
 }
 
 // Count returns how many objects and bytes Query would write for q, from
@@ -628,7 +677,7 @@ func (c *Catalog) fetchGroup(ctx context.Context, w io.Writer, g []span) error {
 }
 
 func (c *Catalog) fetch(ctx context.Context, w io.Writer, off, n int64, spans []span) error {
-	rc, err := c.store.Get(ctx, c.key, off, n)
+	rc, err := openContent(ctx, c.store, c.Meta, off, n)
 	if err != nil {
 		return fmt.Errorf("catalog: %s: %w", c.key, err)
 	}

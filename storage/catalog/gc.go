@@ -122,6 +122,7 @@ const (
 	GCRemovedCatalog GCReason = "catalog no longer configured"
 	GCRecentlyUsed   GCReason = "not configured here, but touched within the unconfigured age"
 	GCLeftover       GCReason = "interrupted write"
+	GCReferenced     GCReason = "its lines are shared by content kept"
 )
 
 // GCItem is one unit GC deleted or kept: a digest's content, a whole
@@ -214,6 +215,13 @@ type gcRun struct {
 	rep        GCReport
 	// deletes run in order once everything is planned.
 	deletes []func(context.Context) error
+	// sources are, per catalog and digest, the digests whose objects its
+	// catalog.jsonl reads (Meta.Sources); protected is what the current
+	// and the kept content read, transitively, which no delete takes.
+	sources   map[string]map[string][]string
+	protected map[string]map[string]bool
+	// roots are current content not listed (published after the listing).
+	roots [][2]string
 }
 
 // GC deletes what the policy in opts no longer needs and reports what it
@@ -229,6 +237,7 @@ func GC(ctx context.Context, s storage.Store, opts GCOptions) (GCReport, error) 
 	if err != nil {
 		return r.rep, err
 	}
+	r.protect()
 	for _, del := range r.deletes {
 		if err := del(ctx); err != nil {
 			return r.rep, err
@@ -273,6 +282,7 @@ func newGCRun(s storage.Store, opts GCOptions) *gcRun {
 		r.keepNewest = 0
 	}
 	r.rep = GCReport{DryRun: opts.DryRun, Deleted: []GCItem{}, Kept: []GCItem{}}
+	r.sources = map[string]map[string][]string{}
 	return r
 }
 
@@ -305,7 +315,7 @@ func (r *gcRun) plan(ctx context.Context, cats map[string]*gcCatalog) (hints []s
 		}
 		for dir := range c.dirs {
 			p := catalogPrefix(name) + dir + "/"
-			hints = append(hints, p+contentFile, p+indexFile, p+graphqlFile, p+filesFile)
+			hints = append(hints, p+contentFile, p+deltaFile, p+indexFile, p+graphqlFile, p+filesFile)
 		}
 		if configured != nil && !configured[name] {
 			r.planRemoval(c)
@@ -526,10 +536,13 @@ func (r *gcRun) current(ctx context.Context, c *gcCatalog) (cur Pointer, swap ti
 	if cur.Digest != "" {
 		if _, ok := c.dirs[strings.Replace(cur.Digest, ":", "-", 1)]; !ok {
 			// Perhaps written after the listing: look again.
-			if _, ok, err := HasContent(ctx, r.s, c.name, cur.Digest); err != nil {
+			if m, ok, err := HasContent(ctx, r.s, c.name, cur.Digest); err != nil {
 				return cur, swap, false, fmt.Errorf("catalog: gc: %w", err)
 			} else if !ok {
 				r.problem("%s: current pointer names %s, which has no complete content", c.name, cur.Digest)
+			} else {
+				r.addSources(c.name, cur.Digest, m.Sources())
+				r.roots = append(r.roots, [2]string{c.name, cur.Digest})
 			}
 		}
 	}
@@ -544,7 +557,7 @@ func (r *gcRun) candidate(ctx context.Context, c *gcCatalog, d *gcDir, current s
 	if d.digest == current {
 		it.Reason = GCCurrent
 		r.keep(it)
-		return nil, nil
+		return nil, r.readSources(ctx, c.name, d.digest)
 	}
 	it.InactiveSince = gcLater(swap, d.newest)
 	complete := d.metaKey != ""
@@ -580,6 +593,7 @@ func (r *gcRun) candidate(ctx context.Context, c *gcCatalog, d *gcDir, current s
 		}
 		return nil, nil
 	}
+	r.addSources(c.name, d.digest, m.Sources())
 	created := m.Created
 	if created.IsZero() {
 		created = d.metaMod
@@ -654,6 +668,14 @@ func (r *gcRun) capSize(pool []*gcCandidate) {
 func (r *gcRun) planDelete(name string, d *gcDir, it GCItem, reason GCReason) {
 	it.Reason = reason
 	r.deletes = append(r.deletes, func(ctx context.Context) error {
+		if r.protected[name][d.digest] {
+			if d.metaKey != "" {
+				r.rep.InactiveBytes += it.Bytes
+			}
+			it.Reason = GCReferenced
+			r.keep(it)
+			return nil
+		}
 		if r.o.DryRun {
 			r.deleted(it)
 			return nil
@@ -748,4 +770,55 @@ func (r *gcRun) leftovers(ctx context.Context, hints []string) error {
 		return fmt.Errorf("catalog: gc: %w", err)
 	}
 	return nil
+}
+
+// readSources records the sources of the current content, whose meta.json
+// the candidates loop does not read otherwise.
+func (r *gcRun) readSources(ctx context.Context, name, digest string) error {
+	m, err := readMeta(ctx, r.s, name, digest)
+	switch {
+	case err == nil:
+		r.addSources(name, digest, m.Sources())
+	case errors.Is(err, storage.ErrNotExist), errors.Is(err, ErrCorrupt), errors.Is(err, ErrFormat):
+	default:
+		return fmt.Errorf("catalog: gc: %w", err)
+	}
+	return nil
+}
+
+func (r *gcRun) addSources(name, digest string, sources []string) {
+	if len(sources) == 0 {
+		return
+	}
+	if r.sources[name] == nil {
+		r.sources[name] = map[string][]string{}
+	}
+	r.sources[name][digest] = sources
+}
+
+// protect marks, once everything is planned, what the content kept
+// (current or not) reads, following sources transitively: content whose
+// lines other content shares is kept as long as that content is, complete
+// or not, whatever the age and size rules said.
+func (r *gcRun) protect() {
+	r.protected = map[string]map[string]bool{}
+	queue := slices.Clone(r.roots)
+	for _, it := range r.rep.Kept {
+		if it.Digest != "" {
+			queue = append(queue, [2]string{it.Catalog, it.Digest})
+		}
+	}
+	for len(queue) > 0 {
+		name, digest := queue[0][0], queue[0][1]
+		queue = queue[1:]
+		for _, src := range r.sources[name][digest] {
+			if r.protected[name] == nil {
+				r.protected[name] = map[string]bool{}
+			}
+			if !r.protected[name][src] {
+				r.protected[name][src] = true
+				queue = append(queue, [2]string{name, src})
+			}
+		}
+	}
 }

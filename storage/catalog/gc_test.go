@@ -78,6 +78,7 @@ func TestGC(t *testing.T) {
 		{"Republished", testGCRepublished},
 		{"PublishedAfterListing", testGCPublishedAfterListing},
 		{"LeavesWhatItDoesNotKnow", testGCLeavesUnknown},
+		{"Shared", testGCShared},
 	}
 	backends, _ := gcBackends(t)
 	for _, b := range backends {

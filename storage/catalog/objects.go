@@ -37,7 +37,7 @@ func (c *Catalog) GraphQLShape(ctx context.Context) (*gqlshape.Shape, error) {
 	if c.Meta.GraphQLSize <= 0 {
 		return nil, fmt.Errorf("catalog: %s at %s: %w", c.Name, c.Meta.Digest, ErrNoGraphQL)
 	}
-	key := c.key[:len(c.key)-len(contentFile)] + graphqlFile
+	key := contentPrefix(c.Name, c.Meta.Digest) + graphqlFile
 	rc, err := c.store.Get(ctx, key, 0, c.Meta.GraphQLSize)
 	if errors.Is(err, storage.ErrNotExist) {
 		return nil, fmt.Errorf("catalog: %s at %s: graphql schema missing: %w", c.Name, c.Meta.Digest, ErrCorrupt)

@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -143,8 +145,13 @@ func TestIncrementalOnePackageChanged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(got, want) || res.Meta.SHA256 != full.Meta.SHA256 || res.Meta.Objects != full.Meta.Objects {
+			if !bytes.Equal(got, want) || sha256Hex(got) != full.Meta.SHA256 || res.Meta.Objects != full.Meta.Objects {
 				t.Fatalf("incremental catalog differs from the full sync's (%d vs %d bytes)", len(got), len(want))
+			}
+			// Shared, not copied: the unchanged files' lines stay where the
+			// first sync put them.
+			if len(res.Meta.Extents) != 3 || res.Meta.SHA256 != "" {
+				t.Fatalf("incremental content's extents %+v, sha256 %q; want 3 extents (shared, own, shared) and none", res.Meta.Extents, res.Meta.SHA256)
 			}
 			if !bytes.Equal(e.shapeJSON("c"), e.fullShape) || !bytes.Equal(e.fullShape, shapeOfLines(t, want)) {
 				t.Fatalf("GraphQL shapes: incremental\n%s\nfull\n%s\nobserved line by line\n%s", e.shapeJSON("c"), e.fullShape, shapeOfLines(t, want))
@@ -350,4 +357,9 @@ func remove(t *testing.T, p string) {
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

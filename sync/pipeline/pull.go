@@ -441,7 +441,7 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 // known only once every layer has been read: parsed files from the spool,
 // reused ones from the published content (prev).
 func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v validated, sp *spool, prev *catalog.Meta) (*contentWrite, error) {
-	w, err := catalog.NewWriter(ctx, p.store, name, digest)
+	w, err := p.newWriter(ctx, name, digest, prev)
 	if err != nil {
 		return nil, storageError(PhaseIndexing, err)
 	}

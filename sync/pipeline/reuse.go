@@ -158,6 +158,16 @@ func reuseMismatch(path string, err error) error {
 	return &Error{Phase: PhaseIndexing, Reason: ReasonInternal, Err: fmt.Errorf("incremental check: %s: %w", path, err)}
 }
 
+// newWriter starts the content of name at digest; with prev (the
+// published content reused from), it shares prev's lines rather than
+// copying them where the store's content allows (catalog.ShareFrom).
+func (p *Pipeline) newWriter(ctx context.Context, name, digest string, prev *catalog.Meta) (*catalog.Writer, error) {
+	if prev == nil {
+		return catalog.NewWriter(ctx, p.store, name, digest)
+	}
+	return catalog.NewWriter(ctx, p.store, name, digest, catalog.ShareFrom(*prev))
+}
+
 // newContentWrite writes into w, reading parsed files from sp and reused
 // ones from prev (nil: none).
 func newContentWrite(w *catalog.Writer, s storage.Store, sp *spool, prev *catalog.Meta) *contentWrite {
@@ -235,15 +245,14 @@ func (cw *contentWrite) spoolFile(fr *fileResult) error {
 	return nil
 }
 
-// copyFile copies a reused file's objects from the published content;
-// with fr.objs (WithVerifyReuse) it checks them against the parse.
+// copyFile adds a reused file's objects from the published content:
+// shared (only their place is recorded) when the writer can, else copied;
+// with fr.objs (WithVerifyReuse) it reads and checks them against the
+// parse either way.
 func (cw *contentWrite) copyFile(ctx context.Context, path string, fr *fileResult) error {
 	f := fr.reused
 	if cw.earlier == nil {
 		return storageError(PhaseIndexing, errors.New("a reused file without the published content"))
-	}
-	if err := cw.earlier.at(ctx, f.Off); err != nil {
-		return storageError(PhaseIndexing, err)
 	}
 	if fr.checked && len(fr.objs) != len(f.Objects) {
 		return reuseMismatch(path, fmt.Errorf("%d objects parsed, %d reused", len(fr.objs), len(f.Objects)))
@@ -251,19 +260,37 @@ func (cw *contentWrite) copyFile(ctx context.Context, path string, fr *fileResul
 	if fr.checked && !bytes.Equal(fr.shape, f.Shape) {
 		return reuseMismatch(path, fmt.Errorf("its GraphQL shape differs: parsed %.200s, reused %.200s", fr.shape, f.Shape))
 	}
-	for i, o := range f.Objects {
-		b := cw.line(int(o.N))
-		if err := cw.earlier.read(b); err != nil {
+	share := cw.w.CanShare()
+	read := fr.checked || !share
+	if read {
+		if err := cw.earlier.at(ctx, f.Off); err != nil {
 			return storageError(PhaseIndexing, err)
+		}
+	}
+	off := f.Off
+	for i, o := range f.Objects {
+		var b []byte
+		if read {
+			b = cw.line(int(o.N))
+			if err := cw.earlier.read(b); err != nil {
+				return storageError(PhaseIndexing, err)
+			}
 		}
 		if fr.checked {
 			if err := cw.compare(fr.objs[i], o, b); err != nil {
 				return reuseMismatch(path, fmt.Errorf("object %d: %w", i, err))
 			}
 		}
-		if err := cw.w.AddShaped(o.Schema, o.Package, o.Name, b); err != nil {
+		var err error
+		if share {
+			err = cw.w.AddShared(o.Schema, o.Package, o.Name, off, o.N)
+		} else {
+			err = cw.w.AddShaped(o.Schema, o.Package, o.Name, b)
+		}
+		if err != nil {
 			return storageError(PhaseIndexing, err)
 		}
+		off += o.N
 	}
 	return nil
 }

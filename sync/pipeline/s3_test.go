@@ -46,7 +46,9 @@ func s3ReadAll(t *testing.T, s *s3.Store, name string) []byte {
 	if _, err := b.ReadFrom(rc); err != nil {
 		t.Fatal(err)
 	}
-	if sum := sha256.Sum256(b.Bytes()); hex.EncodeToString(sum[:]) != c.Meta.SHA256 {
+	// Shared content (format 2) has no sha256 of its own: the tests
+	// compare it with a full sync's.
+	if sum := sha256.Sum256(b.Bytes()); c.Meta.SHA256 != "" && hex.EncodeToString(sum[:]) != c.Meta.SHA256 {
 		t.Fatalf("%s: content does not match its meta", name)
 	}
 	return b.Bytes()
@@ -143,8 +145,11 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 	if ptr, _, err := catalog.Current(ctx, store, "c"); err != nil || ptr.Digest != oldDigest {
 		t.Fatalf("pointer %+v, %v", ptr, err)
 	}
-	contentKey, _ := catalog.ContentKey("c", newDigest)
-	newDir := strings.TrimSuffix(contentKey, "catalog.jsonl")
+	// The new content shares from the old (nothing, as every file
+	// changed), so its own lines go to delta.jsonl.
+	catalogKey, _ := catalog.ContentKey("c", newDigest)
+	newDir := strings.TrimSuffix(catalogKey, "catalog.jsonl")
+	contentKey := newDir + "delta.jsonl"
 	if l, err := store.List(ctx, newDir); err != nil || len(l) != 0 {
 		t.Fatalf("failed sync left objects %v, %v", l, err)
 	}
@@ -258,7 +263,37 @@ func TestS3Incremental(t *testing.T) {
 	if _, err := pipeline.New(srcs, full, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(s3ReadAll(t, store, "c"), s3ReadAll(t, full, "c")) {
+	want := s3ReadAll(t, full, "c")
+	if !bytes.Equal(s3ReadAll(t, store, "c"), want) {
 		t.Fatal("incremental catalog differs from the full sync's")
+	}
+
+	// Without the check mode nothing of the published catalog.jsonl is
+	// read, and only the changed file's lines are uploaded.
+	shared := newStore(m.NewBucket(t))
+	pl = pipeline.New(srcs, shared, pipeline.WithTempDir(t.TempDir()))
+	for i, dir := range []string{v1, v2} {
+		if _, err := imagebuild.Push(ctx, rc, ref, imagebuild.FromDir(dir, "/configs")); err != nil {
+			t.Fatal(err)
+		}
+		proxy.ResetCounts()
+		if _, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil {
+			t.Fatalf("sync %d: %v", i+1, err)
+		}
+	}
+	if n := proxy.Count("RangedContentGET"); n != 0 {
+		t.Fatalf("%d ranged reads of the published catalog.jsonl, want none", n)
+	}
+	if got := s3ReadAll(t, shared, "c"); !bytes.Equal(got, want) {
+		t.Fatal("shared catalog differs from the full sync's")
+	}
+	p, _, err := catalog.Current(ctx, shared, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := catalog.ContentKey("c", p.Digest)
+	delta, err := shared.Stat(ctx, strings.TrimSuffix(key, "catalog.jsonl")+"delta.jsonl")
+	if err != nil || delta.Size <= 0 || delta.Size > int64(len(want))/20 {
+		t.Fatalf("delta.jsonl %+v, %v: want only the changed file's lines of %d bytes", delta, err, len(want))
 	}
 }

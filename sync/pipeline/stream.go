@@ -45,7 +45,7 @@ var errOutOfOrder = errors.New("files arrived out of walk order")
 // newStreamer starts writing the content of name at digest, reading parsed
 // files from sp and reused ones from prev (nil: none).
 func (p *Pipeline) newStreamer(ctx context.Context, name, digest string, sp *spool, prev *catalog.Meta) (*streamer, error) {
-	w, err := catalog.NewWriter(ctx, p.store, name, digest)
+	w, err := p.newWriter(ctx, name, digest, prev)
 	if err != nil {
 		return nil, storageError(PhasePulling, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -324,11 +325,13 @@ func (s *stack) contentKeys(name, digest string) []string {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	prefix, err := catalog.ContentKey(name, digest)
+	key, err := catalog.ContentKey(name, digest)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	objs, err := s.store.List(ctx, prefix)
+	// The digest's directory: content sharing lines with earlier content
+	// has delta.jsonl instead of catalog.jsonl.
+	objs, err := s.store.List(ctx, path.Dir(key)+"/")
 	if err != nil {
 		s.t.Fatal(err)
 	}
