@@ -211,8 +211,16 @@ type Writer struct {
 	extents    []Extent
 	phys       int64
 
+	// ctx is the writer's own (cancelled by Abort); side delivers the
+	// index, GraphQL schema and summary writes, started once the content
+	// ended.
+	ctx     context.Context
+	side    chan sideResult
+	sideRes *sideResult
+
 	closed bool
 	ended  bool  // EndContent was called: catalog.jsonl takes no more lines
+	endErr error // what ending it returned
 	err    error // sticky failure of Add
 }
 
@@ -250,7 +258,7 @@ func NewWriter(ctx context.Context, s storage.Store, name, digest string, opts .
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
-	w.cancel, w.pw, w.bw, w.sum = cancel, pw, bufio.NewWriterSize(pw, 256<<10), sha256.New()
+	w.ctx, w.cancel, w.pw, w.bw, w.sum = pctx, cancel, pw, bufio.NewWriterSize(pw, 256<<10), sha256.New()
 	w.done = make(chan putResult, 1)
 	w.ids, w.strs = map[string]uint32{"": 0}, []string{""}
 	w.gql = gqlshape.NewBackground()
@@ -363,32 +371,18 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 		w.abort()
 		return Meta{}, err
 	}
-	// The index, schema and summary depend only on the lines added, so
-	// they are written while the store finishes catalog.jsonl (on fs, its
-	// fsync); meta.json, which marks the content complete, waits for all.
-	var idx []byte
-	var gqlSize, filesSize int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		idx = encodeIndex(w.strs, w.objs, w.size)
-		if _, err := w.store.Put(gctx, w.prefix+indexFile, bytes.NewReader(idx)); err != nil {
-			return fmt.Errorf("catalog: writing index: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() (err error) { gqlSize, err = w.putGraphQL(gctx); return err })
-	g.Go(func() (err error) { filesSize, err = w.putFiles(gctx); return err })
 	res := w.collect(ctx)
-	gerr := g.Wait()
+	side := w.sideWait(ctx)
 	if res.err != nil {
 		return Meta{}, fmt.Errorf("catalog: writing %s: %w", w.contentKey, res.err)
 	}
 	if res.info.Size != w.phys {
 		return Meta{}, fmt.Errorf("catalog: store wrote %d of %d bytes of %s", res.info.Size, w.phys, w.contentKey)
 	}
-	if gerr != nil {
-		return Meta{}, gerr
+	if side.err != nil {
+		return Meta{}, side.err
 	}
+	idx, gqlSize, filesSize := side.idx, side.gqlSize, side.filesSize
 	m.Format, m.GraphQLSize, m.FilesSize = metaFormat, gqlSize, filesSize
 	m.Name, m.Digest = w.name, w.digest
 	m.Objects, m.Size, m.IndexSize = len(w.objs), w.size, int64(len(idx))
@@ -426,17 +420,74 @@ func (w *Writer) EndContent() error {
 }
 
 func (w *Writer) endContent() error {
-	if w.ended {
-		return nil
+	if !w.ended {
+		w.ended = true
+		w.endErr = w.end()
 	}
-	w.ended = true
+	return w.endErr
+}
+
+func (w *Writer) end() error {
 	if w.err != nil {
 		return w.err
 	}
 	if err := w.bw.Flush(); err != nil {
 		return fmt.Errorf("catalog: writing %s: %w", w.contentKey, err)
 	}
-	return w.pw.Close()
+	if err := w.pw.Close(); err != nil {
+		return err
+	}
+	w.startSide()
+	return nil
+}
+
+// sideResult is what the side writes stored.
+type sideResult struct {
+	idx                []byte
+	gqlSize, filesSize int64
+	err                error
+}
+
+// startSide writes the index, GraphQL schema and summary, which depend
+// only on the lines added: from EndContent they are written while the
+// caller validates and the store finishes catalog.jsonl (on fs its
+// fsync); meta.json, which marks the content complete, waits for all.
+func (w *Writer) startSide() {
+	w.side = make(chan sideResult, 1)
+	go func() {
+		var r sideResult
+		g, gctx := errgroup.WithContext(w.ctx)
+		g.Go(func() error {
+			r.idx = encodeIndex(w.strs, w.objs, w.size)
+			if _, err := w.store.Put(gctx, w.prefix+indexFile, bytes.NewReader(r.idx)); err != nil {
+				return fmt.Errorf("catalog: writing index: %w", err)
+			}
+			return nil
+		})
+		g.Go(func() (err error) { r.gqlSize, err = w.putGraphQL(gctx); return err })
+		g.Go(func() (err error) { r.filesSize, err = w.putFiles(gctx); return err })
+		r.err = g.Wait()
+		w.side <- r
+	}()
+}
+
+// sideWait waits for the side writes, once; the writer's cancel stops
+// them when ctx ends first.
+func (w *Writer) sideWait(ctx context.Context) sideResult {
+	if w.sideRes == nil {
+		select {
+		case r := <-w.side:
+			w.sideRes = &r
+		case <-ctx.Done():
+			w.cancel()
+			r := <-w.side
+			if r.err == nil {
+				r.err = ctx.Err()
+			}
+			w.sideRes = &r
+		}
+	}
+	return *w.sideRes
 }
 
 // Abort stops the upload and waits for it to end. The store's Put leaves
@@ -454,7 +505,13 @@ func (w *Writer) abort() {
 	w.gql.Stop()
 	w.cancel()
 	w.pw.CloseWithError(ErrClosed)
-	if res := w.collect(context.Background()); res.err == nil && w.ended {
+	w.collect(context.Background())
+	if w.side != nil {
+		w.sideWait(context.Background())
+	}
+	if w.ended {
+		// The index and summary may be stored even when catalog.jsonl
+		// failed.
 		w.dropContent()
 	}
 }
@@ -469,7 +526,10 @@ func (w *Writer) dropContent() {
 	if _, err := w.store.Stat(ctx, w.prefix+metaFile); !errors.Is(err, storage.ErrNotExist) {
 		return
 	}
-	_ = w.store.Delete(ctx, w.contentKey) // best effort: GC removes it otherwise
+	// Best effort: GC removes them otherwise.
+	for _, key := range []string{w.contentKey, w.prefix + indexFile, w.prefix + graphqlFile, w.prefix + filesFile} {
+		_ = w.store.Delete(ctx, key)
+	}
 }
 
 // Query selects objects as catalogd's /api/v1/metas does: each non-empty

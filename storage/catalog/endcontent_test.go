@@ -121,3 +121,43 @@ func TestEndContentStoreFailure(t *testing.T) {
 		t.Errorf("meta.json after a failed write: %v", err)
 	}
 }
+
+// EndContent starts writing the index, GraphQL schema and summary, so
+// they are stored while the caller validates; meta.json waits for Commit.
+// A summary given after EndContent is ignored.
+func TestEndContentWritesTheRest(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	objs := genCatalog(rand.New(rand.NewPCG(5, 5)), 3)
+	w := writerWith(t, s, "c", digestOf("s"), objs)
+	defer w.Abort()
+	w.SetFiles([]byte("summary"))
+	if err := w.EndContent(); err != nil {
+		t.Fatal(err)
+	}
+	w.SetFiles([]byte("too late"))
+	if r := w.sideWait(ctx); r.err != nil {
+		t.Fatal(r.err)
+	}
+	p := contentPrefix("c", digestOf("s"))
+	for _, f := range []string{indexFile, graphqlFile, filesFile} {
+		if _, err := s.Stat(ctx, p+f); err != nil {
+			t.Errorf("%s not written at EndContent: %v", f, err)
+		}
+	}
+	if _, err := s.Stat(ctx, p+metaFile); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatalf("meta.json before Commit: %v", err)
+	}
+	m, err := w.Commit(ctx, Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := OpenFiles(ctx, s, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if b, _ := io.ReadAll(rc); string(b) != "summary" {
+		t.Fatalf("summary %q", b)
+	}
+}

@@ -19,10 +19,15 @@ const filesFile = "files"
 // object, a small fraction of catalog.jsonl.
 const MaxFilesSize = 256 << 20
 
-// SetFiles gives the writer the content's per-file summary, written at
-// Commit. Without one, the content is complete but a later sync parses
-// every file again.
-func (w *Writer) SetFiles(b []byte) { w.files = b }
+// SetFiles gives the writer the content's per-file summary, written
+// once the content ends (EndContent or Commit), so set it before; later
+// calls are ignored. Without one, the content is complete but a later
+// sync parses every file again.
+func (w *Writer) SetFiles(b []byte) {
+	if !w.ended {
+		w.files = b
+	}
+}
 
 // Size returns the bytes of catalog.jsonl added so far: the offset at
 // which the next line starts.

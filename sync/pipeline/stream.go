@@ -110,10 +110,13 @@ func (s *streamer) stop() {
 }
 
 // end ends the written content while the bet holds, so the store writes
-// it out (the fs fsync, the last S3 part) during validation instead of
-// after it. A bet lost later (see result) drops it.
+// it out (the fs fsync, the last S3 part) and its index and summary during
+// validation instead of after it. A bet lost later (see result) drops it.
 func (s *streamer) end() {
 	if s.lost == nil {
+		// The summary is complete too: the store writes it with the
+		// index while the catalog is validated.
+		s.cw.w.SetFiles(s.cw.summary)
 		s.lose(s.cw.w.EndContent())
 	}
 }
