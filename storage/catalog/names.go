@@ -74,8 +74,10 @@ func contentPrefix(name, digest string) string {
 	return catalogPrefix(name) + strings.Replace(digest, ":", "-", 1) + "/"
 }
 
-// ContentKey returns the key of the catalog.jsonl of name at digest, for
-// callers that serve it directly from the store.
+// ContentKey returns the key of the catalog.jsonl of name at digest, and
+// so of its directory. Content sharing lines with earlier content (format
+// 2) has no catalog.jsonl of its own: read content through
+// Catalog.OpenRange.
 func ContentKey(name, digest string) (string, error) {
 	if err := checkName(name); err != nil {
 		return "", err
