@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,20 +100,11 @@ func (m Meta) extents() []Extent {
 func (m Meta) Sources() []string {
 	var out []string
 	for _, e := range m.extents() {
-		if d := e.digest(); d != m.Digest && !contains(out, d) {
+		if d := e.digest(); d != m.Digest && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // digestDir is the directory name of a validated digest.
