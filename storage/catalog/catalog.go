@@ -340,20 +340,27 @@ func (w *Writer) add(schema, pkg, name string, line []byte) error {
 
 // collect waits for the content Put, once.
 func (w *Writer) collect(ctx context.Context) putResult {
-	if w.res == nil {
+	return awaitOnce(ctx, w.cancel, w.done, &w.res, func(r *putResult) *error { return &r.err })
+}
+
+// awaitOnce receives the outcome of the writer's work from ch once and
+// keeps it in *got. When ctx ends first it cancels the work, waits for it
+// to stop, and gives ctx's error unless the work failed anyway.
+func awaitOnce[T any](ctx context.Context, cancel func(), ch <-chan T, got **T, errOf func(*T) *error) T {
+	if *got == nil {
+		var r T
 		select {
-		case r := <-w.done:
-			w.res = &r
+		case r = <-ch:
 		case <-ctx.Done():
-			w.cancel()
-			r := <-w.done
-			if r.err == nil {
-				r.err = ctx.Err()
+			cancel()
+			r = <-ch
+			if e := errOf(&r); *e == nil {
+				*e = ctx.Err()
 			}
-			w.res = &r
 		}
+		*got = &r
 	}
-	return *w.res
+	return **got
 }
 
 // Commit finishes catalog.jsonl, then writes the index, then meta.json,
@@ -471,23 +478,9 @@ func (w *Writer) startSide() {
 	}()
 }
 
-// sideWait waits for the side writes, once; the writer's cancel stops
-// them when ctx ends first.
+// sideWait waits for the side writes, once.
 func (w *Writer) sideWait(ctx context.Context) sideResult {
-	if w.sideRes == nil {
-		select {
-		case r := <-w.side:
-			w.sideRes = &r
-		case <-ctx.Done():
-			w.cancel()
-			r := <-w.side
-			if r.err == nil {
-				r.err = ctx.Err()
-			}
-			w.sideRes = &r
-		}
-	}
-	return *w.sideRes
+	return awaitOnce(ctx, w.cancel, w.side, &w.sideRes, func(r *sideResult) *error { return &r.err })
 }
 
 // Abort stops the upload and waits for it to end. The store's Put leaves

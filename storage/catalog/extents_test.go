@@ -62,27 +62,6 @@ func writeShared(t *testing.T, s storage.Store, name, digest string, prev Meta, 
 	return m, want
 }
 
-// writeFull writes objs as format 1 content.
-func writeFull(t *testing.T, s storage.Store, name, digest string, objs []obj) Meta {
-	t.Helper()
-	ctx := context.Background()
-	w, err := NewWriter(ctx, s, name, digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Abort()
-	for _, o := range objs {
-		if err := w.Add(o.schema, o.pkg, o.name, o.line); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := w.Commit(ctx, Meta{Created: time.Now().UTC()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // sharedChain writes v1 (ten lines, format 1), v2 sharing v1 but for line
 // 4, replaced, and v3 sharing all of v2 plus a new last line; it returns
 // the digests and the catalog.jsonl each must read as.
@@ -98,7 +77,7 @@ func sharedChain(t *testing.T, s storage.Store, name string) (ds []string, metas
 		pos += int64(len(o.line))
 	}
 	ds = []string{digestOf(name + "1"), digestOf(name + "2"), digestOf(name + "3")}
-	m1 := writeFull(t, s, name, ds[0], v1)
+	m1 := writeCatalog(t, s, name, ds[0], v1)
 	var all1 []byte
 	for _, o := range v1 {
 		all1 = append(all1, o.line...)
@@ -222,7 +201,7 @@ func TestShareFromDeclines(t *testing.T) {
 	for i := range 2 * maxShareExtents {
 		objs = append(objs, shareLine("a", i))
 	}
-	m1 := writeFull(t, s, "c", digestOf(1), objs)
+	m1 := writeCatalog(t, s, "c", digestOf(1), objs)
 	// Every other line new: 2*maxShareExtents extents.
 	var steps []shareStep
 	var pos int64
@@ -378,7 +357,7 @@ func TestSharedObjectShorter(t *testing.T) {
 func TestSharedAbortAfterEndContent(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	m1 := writeFull(t, s, "c", digestOf(1), []obj{shareLine("a", 0)})
+	m1 := writeCatalog(t, s, "c", digestOf(1), []obj{shareLine("a", 0)})
 	w, err := NewWriter(ctx, s, "c", digestOf(2), ShareFrom(m1))
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +409,7 @@ func testGCShared(t *testing.T, s storage.Store) {
 	}
 	// Content sharing nothing current: everything else goes.
 	d4 := digestOf("c4")
-	writeFull(t, s, "c", d4, []obj{shareLine("d", 0)})
+	writeCatalog(t, s, "c", d4, []obj{shareLine("d", 0)})
 	publish(t, s, "c", d4, gcBase.Add(2*time.Hour))
 	gcRunT(t, s, GCOptions{Keep: -1, Grace: -1})
 	if got := gcDigestsIn(t, s, "c", append(ds, d4)); !slices.Equal(got, []string{d4}) {
