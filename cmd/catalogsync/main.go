@@ -256,7 +256,9 @@ func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir str
 	if m.SHA256 != "" {
 		fmt.Fprintf(w, "  size        %d bytes, sha256 %s\n", m.Size, m.SHA256)
 	} else {
-		fmt.Fprintf(w, "  size        %d bytes in %d extents, shared with %d earlier digests\n", m.Size, len(m.Extents), len(m.Sources()))
+		n := len(m.Sources())
+		fmt.Fprintf(w, "  size        %d bytes (shared content: %d extents, lines of %d earlier %s)\n",
+			m.Size, len(m.Extents), n, map[bool]string{true: "digest", false: "digests"}[n == 1])
 	}
 	if res.Action == pipeline.ActionPublished {
 		fmt.Fprintf(w, "  files       %d (%d reused)\n", res.Files, res.FilesReused)

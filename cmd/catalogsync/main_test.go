@@ -15,6 +15,7 @@ import (
 	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
 
 func sample(t *testing.T) string {
@@ -209,5 +210,47 @@ func TestPollCommand(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "poll"); code != 2 {
 		t.Fatalf("poll without config: exit %d", code)
+	}
+}
+
+// A second image with one package changed is synced incrementally: the
+// summary says which files were reused and that the content shares the
+// rest of its lines with the first.
+func TestSyncCommandIncremental(t *testing.T) {
+	ctx := context.Background()
+	v1 := filepath.Join("..", "..", "testdata", "fbc", "community-v4.21-3pkgs", "configs")
+	v2 := t.TempDir()
+	if err := os.CopyFS(v2, os.DirFS(v1)); err != nil {
+		t.Fatal(err)
+	}
+	changed := filepath.Join(v2, "aws-neuron-operator", "catalog.yaml")
+	b, err := os.ReadFile(changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(changed, bytes.Replace(b, []byte("image: "), []byte("image: mirror.example/"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	layout := filepath.Join(t.TempDir(), "layout")
+	rc := imagebuild.NewRegClient()
+	store := t.TempDir()
+	for i, dir := range []string{v1, v2} {
+		ref := fmt.Sprintf("ocidir://%s:v%d", layout, i+1)
+		if _, err := imagebuild.Push(ctx, rc, ref, imagebuild.FromDir(dir, "/configs")); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := runCLI(t, "sync", "--name", "c", "--image", ref, "--store", store)
+		if code != 0 {
+			t.Fatalf("sync %d: exit %d\n%s%s", i+1, code, out, stderr)
+		}
+		want := []string{"files       3 (0 reused)", ", sha256 "}
+		if i == 1 {
+			want = []string{"files       3 (2 reused)", "(shared content: 3 extents, lines of 1 earlier digest)", "delta.jsonl"}
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("sync %d: output lacks %q:\n%s", i+1, w, out)
+			}
+		}
 	}
 }
