@@ -202,9 +202,10 @@ type Writer struct {
 	files []byte
 
 	// contentKey is catalog.jsonl, or delta.jsonl when sharing: then
-	// extents describe catalog.jsonl, phys counts delta.jsonl's bytes and
-	// from maps the earlier content shared from.
+	// extents describe catalog.jsonl, own names delta.jsonl in them, phys
+	// counts its bytes and from maps the earlier content shared from.
 	contentKey string
+	own        string
 	shareFrom  *Meta
 	sharing    bool
 	from       extentMap
@@ -254,7 +255,7 @@ func NewWriter(ctx context.Context, s storage.Store, name, digest string, opts .
 	}
 	w.contentKey = w.prefix + contentFile
 	if w.sharing {
-		w.contentKey = w.prefix + deltaFile
+		w.contentKey, w.own = w.prefix+deltaFile, digestDir(digest)+"/"+deltaFile
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
@@ -324,7 +325,7 @@ func (w *Writer) add(schema, pkg, name string, line []byte) error {
 		return fmt.Errorf("catalog: object %d (%s %s %s): %w", len(w.objs), schema, pkg, name, ErrInvalidLine)
 	}
 	if w.sharing {
-		w.appendExtent(Extent{Object: digestDir(w.digest) + "/" + deltaFile, Off: w.phys, Len: int64(len(line))})
+		w.appendExtent(Extent{Object: w.own, Off: w.phys, Len: int64(len(line))})
 	} else {
 		w.sum.Write(line)
 	}
