@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -430,6 +431,32 @@ func generated(t *testing.T, src string, copies int) string {
 	}
 	generatedDirs.Store(key, dir)
 	return dir
+}
+
+// unshared copies a catalog folder with a newline added to every file:
+// the same catalog, but no file has the bytes of any file published
+// before, so an incremental sync parses and uploads all of it.
+func unshared(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString("\n")
+		return errors.Join(err, f.Close())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func sum(b []byte) string {

@@ -28,13 +28,15 @@ func TestStoreAndAPIServerOutages(t *testing.T) {
 	rd := startReaders(urls, 2, 0)
 	defer rd.finish()
 
-	// midUpload pushes a new catalog (copies of the 3-package one) with
-	// uploads to MinIO crawling at 1 MB/s and returns its digest once the
-	// sync is well into writing the content.
+	// midUpload pushes a new catalog (copies of the 3-package one, none
+	// of whose files the published one has, so nothing is shared and the
+	// whole catalog is uploaded) with uploads to MinIO crawling at 1 MB/s
+	// and returns its digest once the sync is well into writing the
+	// content.
 	midUpload := func(t *testing.T, copies int) string {
 		t.Helper()
 		s.s3Proxy.Inject(servers.ThrottleUpload(1<<20), 0)
-		d := s.push("acme/outage:v1", imagebuild.FromDir(generated(t, fbcDir("community-v4.21-3pkgs"), copies), "/configs"))
+		d := s.push("acme/outage:v1", imagebuild.FromDir(unshared(t, generated(t, fbcDir("community-v4.21-3pkgs"), copies)), "/configs"))
 		eventually(t, "the sync to write content", 60*time.Second, func() bool {
 			v := catalogView(t, c.URL, "outage")
 			return v.Running != nil && v.Running.Progress.Phase == "Indexing"
