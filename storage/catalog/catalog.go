@@ -622,9 +622,6 @@ func (c *Catalog) All(ctx context.Context) (io.ReadCloser, error) {
 // within Meta.Size. A missing object is an error of OpenRange, not of the
 // first Read, so a server can still answer with an error status.
 func (c *Catalog) OpenRange(ctx context.Context, off, n int64) (io.ReadCloser, error) {
-	if off < 0 || n < 0 || off > c.Meta.Size || n > c.Meta.Size-off {
-		return nil, fmt.Errorf("catalog: range %d+%d of %s (%d bytes): %w", off, n, c.key, c.Meta.Size, ErrCorrupt)
-	}
 	return openContent(ctx, c.store, c.Meta, off, n)
 }
 

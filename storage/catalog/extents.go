@@ -107,9 +107,6 @@ func (m Meta) Sources() []string {
 	return out
 }
 
-// digestDir is the directory name of a validated digest.
-func digestDir(digest string) string { return strings.Replace(digest, ":", "-", 1) }
-
 // extentMap maps offsets of catalog.jsonl to its extents.
 type extentMap struct {
 	exts   []Extent
@@ -141,10 +138,13 @@ func (x extentMap) slice(off, n int64) []Extent {
 	return out
 }
 
-// openContent opens n bytes of the catalog.jsonl m describes from off;
-// the range must lie within it. The first piece is opened before it
+// openContent opens n bytes of the catalog.jsonl m describes from off; a
+// range not within it is ErrCorrupt. The first piece is opened before it
 // returns, so a missing object is an error here, not while reading.
 func openContent(ctx context.Context, s storage.Store, m Meta, off, n int64) (io.ReadCloser, error) {
+	if off < 0 || n < 0 || off > m.Size || n > m.Size-off {
+		return nil, fmt.Errorf("catalog: range %d+%d of %s at %s (%d bytes): %w", off, n, m.Name, m.Digest, m.Size, ErrCorrupt)
+	}
 	if m.Format != sharedFormat {
 		return s.Get(ctx, contentPrefix(m.Name, m.Digest)+contentFile, off, n)
 	}

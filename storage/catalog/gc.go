@@ -534,7 +534,7 @@ func (r *gcRun) current(ctx context.Context, c *gcCatalog) (cur Pointer, swap ti
 		return cur, swap, false, fmt.Errorf("catalog: gc: %w", err)
 	}
 	if cur.Digest != "" {
-		if _, ok := c.dirs[strings.Replace(cur.Digest, ":", "-", 1)]; !ok {
+		if _, ok := c.dirs[digestDir(cur.Digest)]; !ok {
 			// Perhaps written after the listing: look again.
 			if m, ok, err := HasContent(ctx, r.s, c.name, cur.Digest); err != nil {
 				return cur, swap, false, fmt.Errorf("catalog: gc: %w", err)

@@ -71,8 +71,11 @@ func catalogPrefix(name string) string { return keyRoot + name + "/" }
 // contentPrefix is the digest's directory, "sha256-<hex>" since ":" is not
 // safe in every backend's names. name and digest must be validated.
 func contentPrefix(name, digest string) string {
-	return catalogPrefix(name) + strings.Replace(digest, ":", "-", 1) + "/"
+	return catalogPrefix(name) + digestDir(digest) + "/"
 }
+
+// digestDir is the directory name of a validated digest.
+func digestDir(digest string) string { return strings.Replace(digest, ":", "-", 1) }
 
 // ContentKey returns the key of the catalog.jsonl of name at digest, and
 // so of its directory. Content sharing lines with earlier content (format
