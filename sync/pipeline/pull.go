@@ -414,7 +414,6 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 			return catalog.Meta{}, err
 		}
 	}
-	cw.w.SetFiles(cw.summary)
 	meta, err := cw.w.Commit(ctx, catalog.Meta{
 		Ref: a.c.Image, VerifiedBy: a.res.VerifiedBy,
 		Stats: map[string]any{
@@ -453,5 +452,6 @@ func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v va
 			return nil, err
 		}
 	}
+	w.SetFiles(cw.summary)
 	return cw, nil
 }

@@ -56,6 +56,10 @@ func TestStreamedOrWrittenAfterPull(t *testing.T) {
 			if got := res.Meta.Stats["streamed"]; got != c.streamed {
 				t.Errorf("streamed = %v, want %v", got, c.streamed)
 			}
+			// Either way the next sync can reuse the files.
+			if res.Meta.FilesSize <= 0 {
+				t.Errorf("no file summary stored (streamed %v)", c.streamed)
+			}
 			w := want[c.streamed]
 			if strings.Contains(c.name, "a link") {
 				w += `{"name":"x","schema":"custom.thing"}` + "\n"
