@@ -235,7 +235,9 @@ func (h *Handler) open(ctx context.Context, name string) (*catalog.Catalog, erro
 	}
 	c := (*catalog.Catalog)(nil)
 	if oc != nil && oc.c.Meta.Digest == p.Digest {
-		c = oc.c
+		// A copy: other requests are reading the cached one.
+		cc := *oc.c
+		c = &cc
 	} else if c, err = catalog.OpenDigest(ctx, h.store, name, p.Digest); err != nil {
 		return nil, err
 	}
