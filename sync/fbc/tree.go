@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/cases"
+
+	"github.com/catalogsync/catalogsync/internal/asciiscan"
 )
 
 // The decoders (JSON, fast YAML, yaml.v2 fallback) all build the same small
@@ -346,11 +348,11 @@ func appendString(b []byte, s []byte) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
+		i += asciiscan.JSONString(s[i:])
+		if i == len(s) {
+			break
 		}
+		c := s[i]
 		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/catalogsync/catalogsync/internal/asciiscan"
 )
 
 // fastYAML parses the YAML that catalogs are made of (block mappings and
@@ -70,12 +72,11 @@ func (f *fastYAML) parse(a *arena, doc []byte) (root node, ok bool) {
 // ordinary characters (not BOM, NEL, LS or PS).
 func plainChars(doc []byte) bool {
 	for i := 0; i < len(doc); {
-		c := doc[i]
-		if c >= 0x20 && c < 0x7F || c == '\n' {
-			i++
-			continue
+		i += asciiscan.PrintableLines(doc[i:])
+		if i == len(doc) {
+			break
 		}
-		if c < utf8.RuneSelf {
+		if doc[i] < utf8.RuneSelf {
 			return false
 		}
 		r, size := utf8.DecodeRune(doc[i:])

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+
+	"github.com/catalogsync/catalogsync/internal/asciiscan"
 )
 
 // observeFast is Observe without decoding: one pass over the line that
@@ -275,6 +277,10 @@ func (p *scanner) str() (esc, ok bool) {
 		return false, false
 	}
 	for p.i++; p.i < len(p.b); p.i++ {
+		p.i += asciiscan.JSONString(p.b[p.i:])
+		if p.i == len(p.b) {
+			break
+		}
 		switch c := p.b[p.i]; {
 		case c == '\\':
 			esc = true

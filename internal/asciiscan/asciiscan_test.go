@@ -1,0 +1,90 @@
+package asciiscan
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func jsonStringRef(b []byte) int {
+	for i, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+func printableLinesRef(b []byte) int {
+	for i, c := range b {
+		if !(c >= 0x20 && c < 0x7F || c == '\n') {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// TestEveryByteAtEveryPosition puts each of the 256 byte values at each
+// position of a word-and-a-half of plain text, and next to each other
+// value, so a carry between bytes or a wrong constant shows.
+func TestEveryByteAtEveryPosition(t *testing.T) {
+	for c := range 256 {
+		for d := range 256 {
+			for pos := range 12 {
+				b := []byte("abcdefghijklmnopq")
+				b[pos] = byte(c)
+				b[pos+1] = byte(d)
+				if got, want := JSONString(b), jsonStringRef(b); got != want {
+					t.Fatalf("JSONString(%q) = %d, want %d", b, got, want)
+				}
+				if got, want := PrintableLines(b), printableLinesRef(b); got != want {
+					t.Fatalf("PrintableLines(%q) = %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestEmptyAndShort(t *testing.T) {
+	for _, s := range []string{"", "a", "\"", "abcdefg", "abcdefgh", "abcdefghi", "abcdefg\n", "\x7f"} {
+		if got, want := JSONString([]byte(s)), jsonStringRef([]byte(s)); got != want {
+			t.Errorf("JSONString(%q) = %d, want %d", s, got, want)
+		}
+		if got, want := PrintableLines([]byte(s)), printableLinesRef([]byte(s)); got != want {
+			t.Errorf("PrintableLines(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func FuzzAgainstByteLoop(f *testing.F) {
+	f.Add([]byte("description: \"an operator\"\n\x7f\xe2\x80\xa8"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := JSONString(b), jsonStringRef(b); got != want {
+			t.Fatalf("JSONString = %d, want %d", got, want)
+		}
+		if got, want := PrintableLines(b), printableLinesRef(b); got != want {
+			t.Fatalf("PrintableLines = %d, want %d", got, want)
+		}
+	})
+}
+
+func BenchmarkJSONString(b *testing.B) {
+	buf := make([]byte, 64<<10)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range buf {
+		buf[i] = byte(0x20 + r.IntN(0x5E))
+		if buf[i] == '"' || buf[i] == '\\' {
+			buf[i] = 'x'
+		}
+	}
+	b.SetBytes(int64(len(buf)))
+	b.Run("words", func(b *testing.B) {
+		for range b.N {
+			JSONString(buf)
+		}
+	})
+	b.Run("bytes", func(b *testing.B) {
+		for range b.N {
+			jsonStringRef(buf)
+		}
+	})
+}
