@@ -38,4 +38,9 @@ type Object struct {
 	Blob []byte
 	// Ref holds what validation needs; nil for schemas it does not know.
 	Ref *Ref
+	// Root is the parsed object Blob encodes, for a reader of its
+	// structure that would otherwise decode Blob again. Valid only until
+	// fn returns, whatever the options; a caller keeping the Object
+	// clears it.
+	Root Value
 }

@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sameResult(t, "fuzz", data, false, 0)
 		sameResult(t, "fuzz", data, false, 3)
+		sameShape(t, "fuzz", data, false)
 		g := yamlGen{choices: data}
 		sameResult(t, "fuzz-generated", []byte(g.doc()), false, 0)
 	})

@@ -365,7 +365,8 @@ func (p *parser) emit(line int, root node, schema, pkg, name string) error {
 	if !p.borrow {
 		blob = bytes.Clone(p.out)
 	}
-	o := Object{Schema: schema, Package: pkg, Name: name, Blob: blob}
+	p.a.root = root
+	o := Object{Schema: schema, Package: pkg, Name: name, Blob: blob, Root: Value{&p.a, &p.a.root}}
 	o.Ref = p.a.ref(root, schema)
 	return p.fn(o)
 }

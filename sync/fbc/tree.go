@@ -47,6 +47,7 @@ const maxDepth = 10000
 var errDepth = errors.New("exceeded max depth")
 
 type arena struct {
+	root  node // the object being emitted, see Value
 	nodes []node
 	stack []node // children of the containers being built
 	strs  []byte // backing store for decoded strings

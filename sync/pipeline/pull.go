@@ -202,7 +202,7 @@ func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
 	fr := &fileResult{seq: seq}
 	shape := gqlshape.New()
 	fr.err = fbc.Parse(r, func(o fbc.Object) error {
-		shape.Observe(o.Schema, o.Blob)
+		gqlshape.ObserveTree(shape, o.Schema, o.Root, o.Blob)
 		off, err := pp.sp.append(o.Blob)
 		if err != nil {
 			pp.mu.Lock()
@@ -211,7 +211,7 @@ func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
 			return err
 		}
 		rec := objRec{obj: o, off: off, n: len(o.Blob)}
-		rec.obj.Blob = nil
+		rec.obj.Blob, rec.obj.Root = nil, fbc.Value{}
 		fr.objs = append(fr.objs, rec)
 		return nil
 	}, fbc.BorrowBlobs())

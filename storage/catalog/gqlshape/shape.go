@@ -1,9 +1,10 @@
 // Package gqlshape discovers the shape of a catalog's objects as catalogd's
 // GraphQL endpoint sees it: per FBC schema, the object count and the fields
 // seen, each with a GraphQL name, a scalar type and, for arrays of objects,
-// the fields of those objects. The catalog writer feeds it every line while
-// indexing and stores the result beside the index, so a server builds the
-// GraphQL schema without reading the catalog.
+// the fields of those objects. A sync feeds it every object, as its line or
+// as the tree its parser built (ObserveTree), and stores the result beside
+// the index, so a server builds the GraphQL schema without reading the
+// catalog.
 //
 // The rules are catalogd's (operator-controller internal/catalogd/graphql),
 // so the same catalog gives the same GraphQL schema: the first object that
@@ -60,6 +61,8 @@ type Shape struct {
 	Schemas map[string]*Schema `json:"schemas"`
 
 	names map[string]string // FieldName of keys seen, see fieldName
+	tops  []treeTop         // ObserveTree's buffers
+	adds  []nestedAdd
 }
 
 // New returns an empty shape.
