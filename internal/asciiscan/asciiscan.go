@@ -30,7 +30,8 @@ func equal(x uint64, c byte) uint64 {
 // JSONString returns the length of b's leading run of bytes a JSON string
 // holds verbatim and that need no further look: printable ASCII and DEL,
 // except '"' and '\\'. Control bytes, quotes, backslashes and bytes of
-// multi-byte characters end it.
+// multi-byte characters end it. It may read up to seven bytes past
+// len(b), within cap(b); they do not change the result.
 func JSONString(b []byte) int {
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
@@ -38,6 +39,15 @@ func JSONString(b []byte) int {
 		if m := jsonMask(x); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
+	}
+	if n := len(b) - i; n > 0 && cap(b)-i >= 8 {
+		// Catalog strings are mostly shorter than a word: read one
+		// whole, past len but within cap, and ignore the bytes past len.
+		m := jsonMask(binary.LittleEndian.Uint64(b[i : i+8]))
+		if m &= 1<<(8*n) - 1; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		return len(b)
 	}
 	for ; i < len(b); i++ {
 		if c := b[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {

@@ -88,3 +88,39 @@ func BenchmarkJSONString(b *testing.B) {
 		}
 	})
 }
+
+// TestBytesPastLenIgnored: whatever lies between len and cap does not
+// change the answer.
+func TestBytesPastLenIgnored(t *testing.T) {
+	for n := range 17 {
+		for _, fill := range []byte{'a', '"', '\\', 0, 0x80} {
+			buf := make([]byte, 32)
+			for i := range buf {
+				buf[i] = fill
+			}
+			for i := range n {
+				buf[i] = 'x'
+			}
+			if got := JSONString(buf[:n]); got != n {
+				t.Errorf("n=%d, %q past len: %d", n, fill, got)
+			}
+		}
+	}
+}
+
+func BenchmarkJSONStringShort(b *testing.B) {
+	keys := [][]byte{[]byte("name"), []byte("schema"), []byte("olm.bundle"), []byte("packageName"), []byte("value"), []byte("type"), []byte("1.2.3")}
+	buf := make([]byte, 0, 256)
+	var ss [][]byte
+	for _, k := range keys {
+		start := len(buf)
+		buf = append(buf, k...)
+		buf = append(buf, ':', ' ')
+		ss = append(ss, buf[start:start+len(k)])
+	}
+	for range b.N {
+		for _, s := range ss {
+			JSONString(s)
+		}
+	}
+}
