@@ -76,3 +76,20 @@ func PrintableLines(b []byte) int {
 	}
 	return i
 }
+
+// IndexAny3 returns the index of the first of x, y or z in b, or -1.
+func IndexAny3(b []byte, x, y, z byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		if m := equal(w, x) | equal(w, y) | equal(w, z); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == x || c == y || c == z {
+			return i
+		}
+	}
+	return -1
+}

@@ -14,6 +14,15 @@ func jsonStringRef(b []byte) int {
 	return len(b)
 }
 
+func indexAny3Ref(b []byte, x, y, z byte) int {
+	for i, c := range b {
+		if c == x || c == y || c == z {
+			return i
+		}
+	}
+	return -1
+}
+
 func printableLinesRef(b []byte) int {
 	for i, c := range b {
 		if !(c >= 0x20 && c < 0x7F || c == '\n') {
@@ -39,6 +48,9 @@ func TestEveryByteAtEveryPosition(t *testing.T) {
 				if got, want := PrintableLines(b), printableLinesRef(b); got != want {
 					t.Fatalf("PrintableLines(%q) = %d, want %d", b, got, want)
 				}
+				if got, want := IndexAny3(b, '\n', ':', byte(d)), indexAny3Ref(b, '\n', ':', byte(d)); got != want {
+					t.Fatalf("IndexAny3(%q, %q) = %d, want %d", b, byte(d), got, want)
+				}
 			}
 		}
 	}
@@ -63,6 +75,9 @@ func FuzzAgainstByteLoop(f *testing.F) {
 		}
 		if got, want := PrintableLines(b), printableLinesRef(b); got != want {
 			t.Fatalf("PrintableLines = %d, want %d", got, want)
+		}
+		if got, want := IndexAny3(b, '\n', ':', '#'), indexAny3Ref(b, '\n', ':', '#'); got != want {
+			t.Fatalf("IndexAny3 = %d, want %d", got, want)
 		}
 	})
 }

@@ -248,8 +248,11 @@ func plainStart(src []byte, p int) bool {
 // plainColon returns the offset of the first ": " or ":\n" on the line from
 // p, stopping at a comment (" #"); -1 when there is none.
 func plainColon(src []byte, p int) int {
-	for i := p; src[i] != '\n'; i++ {
+	for i := p; ; i++ {
+		i = lineStop(src, i)
 		switch src[i] {
+		case '\n':
+			return -1
 		case ':':
 			if src[i+1] == ' ' || src[i+1] == '\n' {
 				return i
@@ -260,7 +263,15 @@ func plainColon(src []byte, p int) int {
 			}
 		}
 	}
-	return -1
+}
+
+// lineStop returns the offset of the first '\n', ':' or '#' from p.
+func lineStop(src []byte, p int) int {
+	j := asciiscan.IndexAny3(src[p:], '\n', ':', '#')
+	if j < 0 {
+		bail() // parse takes only documents ending in '\n'
+	}
+	return p + j
 }
 
 // looksLikeKey reports whether the content at p is an implicit mapping key.
@@ -401,8 +412,11 @@ func (f *fastYAML) endOfLine(p int) {
 // spaces trimmed) and whether a comment ended it.
 func plainLine(src []byte, p int) (text []byte, comment bool, next int) {
 	i := p
-	for ; src[i] != '\n'; i++ {
+	for ; ; i++ {
+		i = lineStop(src, i)
 		switch src[i] {
+		case '\n':
+			goto done
 		case ':':
 			if src[i+1] == ' ' || src[i+1] == '\n' {
 				bail() // "mapping values are not allowed in this context"
