@@ -33,7 +33,7 @@ import (
 
 const (
 	defaultStore           = ".catalogsync/store"
-	defaultSyncMemoryLimit = 48 << 20
+	defaultSyncMemoryLimit = 54 << 20
 )
 
 func main() {
