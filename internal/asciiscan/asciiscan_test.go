@@ -108,16 +108,16 @@ func BenchmarkJSONString(b *testing.B) {
 // change the answer.
 func TestBytesPastLenIgnored(t *testing.T) {
 	for n := range 17 {
-		for _, fill := range []byte{'a', '"', '\\', 0, 0x80} {
-			buf := make([]byte, 32)
-			for i := range buf {
-				buf[i] = fill
-			}
-			for i := range n {
-				buf[i] = 'x'
-			}
-			if got := JSONString(buf[:n]); got != n {
-				t.Errorf("n=%d, %q past len: %d", n, fill, got)
+		for _, special := range []byte{'"', '\\', 0, 0x80} {
+			for at := n; at < n+9; at++ {
+				buf := make([]byte, 32)
+				for i := range buf {
+					buf[i] = 'x'
+				}
+				buf[at] = special
+				if got := JSONString(buf[:n]); got != n {
+					t.Errorf("n=%d, %q at %d past len: %d", n, special, at, got)
+				}
 			}
 		}
 	}
