@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 		sameResult(t, "fuzz", data, false, 0)
 		sameResult(t, "fuzz", data, false, 3)
 		sameShape(t, "fuzz", data, false)
+		sameBytesResult(t, "fuzz", data)
 		g := yamlGen{choices: data}
 		sameResult(t, "fuzz-generated", []byte(g.doc()), false, 0)
 	})

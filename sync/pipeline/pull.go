@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -147,7 +146,9 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 		sl := pp.stream.enqueue(path)
 		h := sha256.New()
 		tr := io.TeeReader(r, h)
-		fr := pp.parse(tr, seq)
+		fr := pp.parse(seq, func(fn func(fbc.Object) error) error {
+			return fbc.Parse(tr, fn, fbc.BorrowBlobs())
+		})
 		// Drain what a failed parse left, so the tar stream goes on.
 		_, err := io.Copy(io.Discard, tr)
 		h.Sum(fr.sum[:0])
@@ -191,17 +192,21 @@ func (pp *parsePool) parseOrReuse(ctx context.Context, buf []byte, seq int) *fil
 	if f := pp.reuse.lookup(ctx, sum); f != nil && !pp.verify {
 		fr = &fileResult{seq: seq, reused: f}
 	} else {
-		fr = pp.parse(bytes.NewReader(buf), seq)
+		fr = pp.parse(seq, func(fn func(fbc.Object) error) error {
+			return fbc.ParseBytes(buf, fn, fbc.BorrowBlobs())
+		})
 		fr.reused, fr.checked = f, f != nil
 	}
 	fr.sum, fr.hashed = sum, true
 	return fr
 }
 
-func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
+// parse runs parse (fbc.Parse or ParseBytes of one file, lending blobs)
+// with a callback that spools each object and observes its shape.
+func (pp *parsePool) parse(seq int, parse func(fn func(fbc.Object) error) error) *fileResult {
 	fr := &fileResult{seq: seq}
 	shape := gqlshape.New()
-	fr.err = fbc.Parse(r, func(o fbc.Object) error {
+	fr.err = parse(func(o fbc.Object) error {
 		gqlshape.ObserveTree(shape, o.Schema, o.Root, o.Blob)
 		off, err := pp.sp.append(o.Blob)
 		if err != nil {
@@ -214,7 +219,7 @@ func (pp *parsePool) parse(r io.Reader, seq int) *fileResult {
 		rec.obj.Blob, rec.obj.Root = nil, fbc.Value{}
 		fr.objs = append(fr.objs, rec)
 		return nil
-	}, fbc.BorrowBlobs())
+	})
 	if fr.err == nil {
 		fr.shape, fr.err = shape.Marshal()
 	}
