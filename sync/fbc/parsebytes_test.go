@@ -3,7 +3,6 @@ package fbc
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 )
@@ -35,19 +34,7 @@ func sameBytesResult(t testing.TB, name string, data []byte) {
 }
 
 func TestParseBytesMatchesParse(t *testing.T) {
-	dirs := []string{"../../testdata/fbc/tiny/configs", "../../testdata/fbc/community-v4.21-3pkgs/configs"}
-	if _, err := os.Stat(sharedFBC); err == nil {
-		dirs = append(dirs, sharedFBC+"/community-v4.21/configs")
-	}
-	for _, dir := range dirs {
-		for _, f := range catalogFiles(t, dir) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameBytesResult(t, f, data)
-		}
-	}
+	eachCatalogFile(t, func(f string, data []byte) { sameBytesResult(t, f, data) })
 	for name, in := range edgeCases {
 		sameBytesResult(t, name, []byte(in))
 	}

@@ -70,7 +70,10 @@ func nameClash(v Value) bool {
 	return false
 }
 
-func TestRootShapeMatchesBlob(t *testing.T) {
+// eachCatalogFile calls fn with every file of the bundled catalogs and,
+// where the shared folder is present, of community-v4.21.
+func eachCatalogFile(t testing.TB, fn func(path string, data []byte)) {
+	t.Helper()
 	dirs := []string{"../../testdata/fbc/tiny/configs", "../../testdata/fbc/community-v4.21-3pkgs/configs"}
 	if _, err := os.Stat(sharedFBC); err == nil {
 		dirs = append(dirs, sharedFBC+"/community-v4.21/configs")
@@ -81,12 +84,18 @@ func TestRootShapeMatchesBlob(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameShape(t, f, data, false)
-			if strings.HasSuffix(f, ".yaml") {
-				sameShape(t, f, data, true)
-			}
+			fn(f, data)
 		}
 	}
+}
+
+func TestRootShapeMatchesBlob(t *testing.T) {
+	eachCatalogFile(t, func(f string, data []byte) {
+		sameShape(t, f, data, false)
+		if strings.HasSuffix(f, ".yaml") {
+			sameShape(t, f, data, true)
+		}
+	})
 	for name, in := range edgeCases {
 		sameShape(t, name, []byte(in), false)
 		sameShape(t, name, []byte(in), true)

@@ -6,11 +6,7 @@ package gqlshape
 // s lacks them. o is copied, never shared.
 func (s *Shape) Merge(o *Shape) {
 	for name, osc := range o.Schemas {
-		sc := s.Schemas[name]
-		if sc == nil {
-			sc = &Schema{Fields: map[string]*Field{}}
-			s.Schemas[name] = sc
-		}
+		sc := s.schema(name)
 		sc.Objects += osc.Objects
 		for fname, of := range osc.Fields {
 			f, ok := sc.Fields[fname]

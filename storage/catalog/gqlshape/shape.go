@@ -75,15 +75,21 @@ func (s *Shape) Observe(schema string, line []byte) {
 	if schema == "" {
 		return
 	}
-	sc := s.Schemas[schema]
-	if sc == nil {
-		sc = &Schema{Fields: map[string]*Field{}}
-		s.Schemas[schema] = sc
-	}
+	sc := s.schema(schema)
 	if s.observeFast(sc, line) {
 		return
 	}
 	s.observeDecoded(sc, line)
+}
+
+// schema returns what was seen of the named schema, listing it if new.
+func (s *Shape) schema(name string) *Schema {
+	sc := s.Schemas[name]
+	if sc == nil {
+		sc = &Schema{Fields: map[string]*Field{}}
+		s.Schemas[name] = sc
+	}
+	return sc
 }
 
 // observeDecoded is Observe by decoding the line: the reference the fast

@@ -29,11 +29,7 @@ func ObserveTree[V Value[V]](s *Shape, schema string, root V, line []byte) {
 	if schema == "" {
 		return
 	}
-	sc := s.Schemas[schema]
-	if sc == nil {
-		sc = &Schema{Fields: map[string]*Field{}}
-		s.Schemas[schema] = sc
-	}
+	sc := s.schema(schema)
 	t := treeObserver[V]{s: s, sc: sc}
 	if t.observe(root) {
 		return
