@@ -21,12 +21,18 @@ import (
 // as is.
 // Parse is safe for concurrent use on different readers.
 func Parse(r io.Reader, fn func(Object) error, opts ...ParseOption) error {
+	return withParser(fn, opts, func(p *parser) error { return p.run(r) })
+}
+
+// withParser runs run with a pooled parser set up for fn and opts, and
+// gives the parser back.
+func withParser(fn func(Object) error, opts []ParseOption, run func(*parser) error) error {
 	p := parsers.Get().(*parser)
 	p.fn, p.borrow = fn, false
 	for _, o := range opts {
 		o(p)
 	}
-	err := p.run(r)
+	err := run(p)
 	p.release()
 	parsers.Put(p)
 	return err
@@ -41,20 +47,15 @@ func ParseBytes(b []byte, fn func(Object) error, opts ...ParseOption) error {
 		// The document cap is checked as a stream is read.
 		return Parse(bytes.NewReader(b), fn, opts...)
 	}
-	p := parsers.Get().(*parser)
-	p.fn, p.borrow = fn, false
-	for _, o := range opts {
-		o(p)
-	}
-	own := p.w.buf
-	// A full slice: nothing the parser appends can reach the caller's
-	// bytes past len(b).
-	p.w = window{buf: b[:len(b):len(b)], eof: true}
-	err := p.runWindow()
-	p.w.buf = own[:0]
-	p.release()
-	parsers.Put(p)
-	return err
+	return withParser(fn, opts, func(p *parser) error {
+		own := p.w.buf
+		// A full slice: nothing the parser appends can reach the
+		// caller's bytes past len(b).
+		p.w = window{buf: b[:len(b):len(b)], eof: true}
+		err := p.runWindow()
+		p.w.buf = own[:0]
+		return err
+	})
 }
 
 // ParseOption changes how Parse hands objects out.
