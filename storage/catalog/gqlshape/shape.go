@@ -75,11 +75,15 @@ func (s *Shape) Observe(schema string, line []byte) {
 	if schema == "" {
 		return
 	}
-	sc := s.schema(schema)
-	if s.observeFast(sc, line) {
-		return
+	s.observeLine(s.schema(schema), line)
+}
+
+// observeLine adds one object to sc from its line: by the fast path, or
+// by decoding where that declines.
+func (s *Shape) observeLine(sc *Schema, line []byte) {
+	if !s.observeFast(sc, line) {
+		s.observeDecoded(sc, line)
 	}
-	s.observeDecoded(sc, line)
 }
 
 // schema returns what was seen of the named schema, listing it if new.

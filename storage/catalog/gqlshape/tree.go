@@ -31,11 +31,8 @@ func ObserveTree[V Value[V]](s *Shape, schema string, root V, line []byte) {
 	}
 	sc := s.schema(schema)
 	t := treeObserver[V]{s: s, sc: sc}
-	if t.observe(root) {
-		return
-	}
-	if !s.observeFast(sc, line) {
-		s.observeDecoded(sc, line)
+	if !t.observe(root) {
+		s.observeLine(sc, line)
 	}
 }
 
