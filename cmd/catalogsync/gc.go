@@ -45,8 +45,9 @@ func s3Location(c s3.Config) string {
 
 // open opens S3 when a bucket is configured, else the local directory
 // (default .catalogsync/store). It returns the store and a description of
-// where it is, for messages.
-func (f storeFlags) open(ctx context.Context, from origins) (storage.Store, string, error) {
+// where it is, for messages. S3 uploads keep their parts in tmpDir ("" is
+// the system's).
+func (f storeFlags) open(ctx context.Context, from origins, tmpDir string) (storage.Store, string, error) {
 	dir, err := f.localDir(from)
 	if err != nil {
 		return nil, "", err
@@ -54,11 +55,13 @@ func (f storeFlags) open(ctx context.Context, from origins) (storage.Store, stri
 	if dir != "" {
 		return openStore(dir)
 	}
-	s, err := openS3(ctx, f.S3.config())
+	cfg := f.S3.config()
+	cfg.TempDir = tmpDir
+	s, err := openS3(ctx, cfg)
 	if err != nil {
 		return nil, "", err
 	}
-	return s, s3Location(f.S3.config()), nil
+	return s, s3Location(cfg), nil
 }
 
 // localDir is the store directory to open, "" for S3. The config file's
@@ -152,7 +155,7 @@ func (c *gcCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer)
 			opts.Catalogs = append(opts.Catalogs, cc.Name)
 		}
 	}
-	store, where, err := c.open(ctx, from)
+	store, where, err := c.open(ctx, from, "")
 	if err != nil {
 		return err
 	}

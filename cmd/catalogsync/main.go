@@ -205,7 +205,7 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultSyncMemoryLimit)
 	}
-	store, dir, err := c.open(ctx, from)
+	store, dir, err := c.open(ctx, from, c.TmpDir)
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ func (c *pollCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	store, _, err := c.open(ctx, from)
+	store, _, err := c.open(ctx, from, c.TmpDir)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ type s3Flags struct {
 	Region       string        `name:"s3-region" env:"CATALOGSYNC_S3_REGION" docdefault:"from the SDK chain" help:"region (else AWS_REGION; us-east-1 with --s3-endpoint)"`
 	Prefix       string        `name:"s3-prefix" env:"CATALOGSYNC_S3_PREFIX" help:"key prefix, so several deployments share a bucket"`
 	PathStyle    bool          `name:"s3-path-style" env:"CATALOGSYNC_S3_PATH_STYLE" help:"path-style addressing (MinIO)"`
-	Concurrency  int           `name:"s3-upload-concurrency" env:"CATALOGSYNC_S3_UPLOAD_CONCURRENCY" default:"${s3Concurrency}" check:"positive" help:"parts of one upload sent at once, each a 5 MiB buffer (more for a far S3; fewer keeps memory low)"`
+	Concurrency  int           `name:"s3-upload-concurrency" env:"CATALOGSYNC_S3_UPLOAD_CONCURRENCY" default:"${s3Concurrency}" check:"positive" help:"parts of one upload sent at once, each 5 MiB of a scratch file in --tmp-dir (more for a far S3)"`
 	StallTimeout time.Duration `name:"s3-stall-timeout" env:"CATALOGSYNC_S3_STALL_TIMEOUT" default:"${s3Stall}" check:"nonneg" help:"a store that sends nothing this long (no response, no byte either way) fails the request; slow transfers are fine"`
 }
 
@@ -86,7 +86,7 @@ type commonFlags struct {
 	CADir       string `name:"ca-dir" env:"CATALOGSYNC_CA_DIR" help:"directory of PEM CA files (ending .crt or .pem) trusted for every registry, as catalogd's --pull-cas-dir; re-read when it changes"`
 	RegConf     string `name:"registries-conf" env:"CATALOGSYNC_REGISTRIES_CONF" default:"${regconf}" docdefault:"${regconf} when present" help:"containers registries.conf v2 (+ .d drop-ins): mirrors tried in order, then the source; blocked registries refused; \"\" reads none"`
 	logFlags    `embed:""`
-	TmpDir      string        `name:"tmp-dir" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs"`
+	TmpDir      string        `name:"tmp-dir" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs, and for the parts of S3 uploads (unlinked files)"`
 	NoDocker    bool          `name:"no-docker-config" help:"do not read registry credentials from the docker config"`
 	VerifyReuse bool          `name:"verify-incremental" env:"CATALOGSYNC_VERIFY_INCREMENTAL" help:"parse the files an incremental sync reuses from the published content too, and fail the sync if anything differs (the test suite runs with it; it costs the speed-up)"`
 	Stall       time.Duration `name:"stall-timeout" env:"CATALOGSYNC_STALL_TIMEOUT" default:"${stall}" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`

@@ -2,10 +2,11 @@
 // API with conditional writes (MinIO and others), through aws-sdk-go-v2.
 //
 // A key maps to the object Prefix+key in Bucket, so several deployments can
-// share a bucket under different (non-nested) prefixes. Put streams through
-// the SDK's transfer manager: objects smaller than one part go up with one
-// PutObject, larger ones as a multipart upload, holding at most
-// (Concurrency+2) parts in memory whatever the object's size. PutIf is a
+// share a bucket under different (non-nested) prefixes. Put streams:
+// objects smaller than one part go up with one PutObject, larger ones as a
+// multipart upload whose parts wait in an unlinked scratch file, at most
+// (Concurrency+1) of them whatever the object's size, none in the heap
+// (parts.go says why this is not the SDK's transfer manager). PutIf is a
 // conditional PutObject (If-None-Match: * to create, If-Match: <etag> to
 // swap), which S3 and MinIO evaluate atomically. Nothing relies on
 // conditional deletes: MinIO ignores If-Match on DeleteObject.
@@ -34,7 +35,6 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -64,11 +64,10 @@ var (
 	ErrNoConditionalWrites = errors.New("service does not honour conditional writes")
 )
 
-// Defaults of the transfer manager's part size and parallel parts per Put.
-// One part at a time: the part buffers share the process's memory with
-// the parse, and on two cores with MinIO beside it a 220 MB sync took
-// 4.2-4.5 s with one and 5.5-5.8 s with three (anon peak 54 against 64
-// MiB, docs/benchmarks.md). A far S3 may want more (--s3-upload-concurrency).
+// Defaults of the part size and parallel parts per Put. One part at a
+// time: on two cores with MinIO beside it a 220 MB sync took 4.2-4.5 s with
+// one and 5.5-5.8 s with three (when parts were heap buffers,
+// docs/benchmarks.md). A far S3 may want more (--s3-upload-concurrency).
 const (
 	DefaultPartSize    = 5 << 20
 	DefaultConcurrency = 1
@@ -105,9 +104,13 @@ type Config struct {
 	SessionToken    string `json:"-"`
 
 	// PartSize (at least 5 MiB) and Concurrency tune multipart uploads:
-	// a Put buffers at most Concurrency+2 parts. Zero means the default.
+	// a Put holds at most Concurrency+1 parts, in a scratch file in
+	// TempDir. Zero means the default.
 	PartSize    int64 `json:"partSize,omitempty"`
 	Concurrency int   `json:"concurrency,omitempty"`
+	// TempDir holds the scratch files of uploads under way, unlinked as
+	// soon as they are made; "" means os.TempDir().
+	TempDir string `json:"-"`
 	// MaxAttempts bounds the SDK's tries per request (default 3).
 	MaxAttempts int `json:"maxAttempts,omitempty"`
 	// HTTPClient replaces the SDK's HTTP client (tests, custom TLS).
@@ -125,9 +128,12 @@ const DefaultStallTimeout = time.Minute
 // Store is a storage.Store in an S3 bucket.
 type Store struct {
 	client *awss3.Client
-	up     *transfermanager.Client
 	bucket string
 	prefix string
+
+	partSize    int64
+	concurrency int
+	tempDir     string
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -223,16 +229,8 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		o.UsePathStyle = cfg.PathStyle
 	})
-	up := transfermanager.New(client, func(o *transfermanager.Options) {
-		o.PartSizeBytes = cfg.PartSize
-		// Up to one part: one PutObject, as the first part is read anyway.
-		o.MultipartUploadThreshold = cfg.PartSize
-		o.Concurrency = cfg.Concurrency
-		// The abort of a failed upload gets a context of its own, so the
-		// caller's cancel does not kill it.
-		o.FailTimeout = abortTimeout
-	})
-	return &Store{client: client, up: up, bucket: cfg.Bucket, prefix: prefix}, nil
+	return &Store{client: client, bucket: cfg.Bucket, prefix: prefix,
+		partSize: cfg.PartSize, concurrency: cfg.Concurrency, tempDir: cfg.TempDir}, nil
 }
 
 // check probes what New promises: list, create-only write (twice: the
@@ -374,18 +372,14 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (storage.Info,
 	if err := ctx.Err(); err != nil {
 		return storage.Info{}, fmt.Errorf("s3: put %q: %w", key, err)
 	}
-	cr := &countingReader{ctx: ctx, r: r}
-	// A failed multipart upload is aborted by the transfer manager.
-	out, err := s.up.UploadObject(ctx, &transfermanager.UploadObjectInput{
-		Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key), Body: cr,
-	})
+	tag, n, err := s.putStream(ctx, s.prefix+key, r)
 	if err != nil {
 		return storage.Info{}, wrap(ctx, "put", key, err)
 	}
 	// PutObject and CompleteMultipartUpload return no modification time;
 	// the local clock is close enough for a Put's caller (List and Stat
 	// give the server's).
-	return storage.Info{Key: key, Size: cr.n, ModTime: time.Now(), ETag: etag(out.ETag)}, nil
+	return storage.Info{Key: key, Size: n, ModTime: time.Now(), ETag: tag}, nil
 }
 
 // countingReader counts what the uploader read and stops it once ctx

@@ -1,0 +1,165 @@
+package s3
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/catalogsync/catalogsync/test/servers"
+)
+
+// Every size around the part boundaries goes up whole, as one PutObject
+// below a part and as ceil(size/part) parts from there, with one part or
+// three at a time; a stream and a bytes.Reader alike.
+func TestPutPartBoundaries(t *testing.T) {
+	m := servers.StartMinIO(t)
+	bucket := newBucket(t, m)
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
+	const part = 5 << 20
+	for _, conc := range []int{1, 3} {
+		cfg := minioConfig(m, bucket)
+		cfg.Endpoint, cfg.PartSize, cfg.Concurrency, cfg.TempDir = proxy.URL, part, conc, t.TempDir()
+		s := newTestStore(t, cfg)
+		ctx := testCtx(t)
+		for _, size := range []int64{0, 1, part - 1, part, part + 1, 2 * part, 3*part + 7} {
+			for _, asBytes := range []bool{false, true} {
+				name := fmt.Sprintf("c%d/%d/bytes=%v", conc, size, asBytes)
+				var r io.Reader = &noiseReader{n: size}
+				if asBytes {
+					b, _ := io.ReadAll(r)
+					r = bytes.NewReader(b)
+				}
+				proxy.ResetCounts()
+				in, err := s.Put(ctx, name, r)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if in.Size != size || in.ETag == "" {
+					t.Fatalf("%s: Info %+v", name, in)
+				}
+				checkStored(t, s, name, size)
+				parts, puts := 0, 1
+				if size >= part {
+					parts, puts = int((size+part-1)/part), 0
+				}
+				if got := proxy.Count(classUploadPart); got != parts || proxy.Count(classPut) != puts {
+					t.Fatalf("%s: %d parts and %d PutObject, want %d and %d", name, got, proxy.Count(classPut), parts, puts)
+				}
+			}
+		}
+		if left, _ := os.ReadDir(cfg.TempDir); len(left) != 0 {
+			t.Fatalf("scratch files left: %v", left)
+		}
+	}
+}
+
+// checkStored reads key back and compares it with noiseReader's bytes.
+func checkStored(t *testing.T, s *Store, key string, size int64) {
+	t.Helper()
+	rc, err := s.Get(testCtx(t), key, 0, -1)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", key, err)
+	}
+	defer rc.Close()
+	got, want := sha256.New(), sha256.New()
+	if _, err := io.Copy(got, rc); err != nil {
+		t.Fatalf("Get(%s): %v", key, err)
+	}
+	io.Copy(want, &noiseReader{n: size})
+	if !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
+		t.Fatalf("%s: stored bytes differ from those put", key)
+	}
+}
+
+// A part whose request fails (an error status, a reset connection) is
+// sent again from its slot of the scratch file, and the object is whole.
+func TestPutRetriesPartFromScratch(t *testing.T) {
+	m := servers.StartMinIO(t)
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
+	cfg := minioConfig(m, newBucket(t, m))
+	cfg.Endpoint, cfg.PartSize = proxy.URL, 5<<20
+	s := newTestStore(t, cfg)
+	proxy.Inject(servers.Status(http.StatusInternalServerError), 1, classUploadPart)
+	proxy.Inject(servers.ResetAfter(-1), 1, classUploadPart)
+	const size = 17 << 20
+	if _, err := s.Put(testCtx(t), "retried", &noiseReader{n: size}); err != nil {
+		t.Fatal(err)
+	}
+	if got := proxy.Count(classUploadPart); got != 6 {
+		t.Fatalf("%d UploadPart requests, want 4 parts and 2 retries", got)
+	}
+	checkStored(t, s, "retried", size)
+}
+
+// The scratch file is unlinked as soon as it is made: while a Put streams
+// nothing of it is in TempDir to be left behind. A TempDir that cannot be
+// written fails the Put before any upload begins.
+func TestPutScratchIsUnlinked(t *testing.T) {
+	m := servers.StartMinIO(t)
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
+	cfg := minioConfig(m, newBucket(t, m))
+	cfg.Endpoint, cfg.TempDir = proxy.URL, t.TempDir()
+	s := newTestStore(t, cfg)
+	var seen []os.DirEntry
+	look := &peekReader{r: &noiseReader{n: 12 << 20}, at: 7 << 20, peek: func() {
+		seen, _ = os.ReadDir(cfg.TempDir)
+	}}
+	if _, err := s.Put(testCtx(t), "peeked", look); err != nil {
+		t.Fatal(err)
+	}
+	if !look.done || len(seen) != 0 {
+		t.Fatalf("mid-upload (peeked: %v) the temp dir held %v", look.done, seen)
+	}
+
+	cfg.TempDir = cfg.TempDir + "/missing"
+	s = newTestStore(t, cfg)
+	proxy.ResetCounts()
+	_, err := s.Put(testCtx(t), "nowhere", &noiseReader{n: 1})
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Put with a missing temp dir = %v", err)
+	}
+	if n := len(proxy.Requests()); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
+
+// peekReader calls peek once its reader has yielded at bytes.
+type peekReader struct {
+	r     io.Reader
+	at, n int64
+	peek  func()
+	done  bool
+}
+
+func (p *peekReader) Read(b []byte) (int, error) {
+	if !p.done && p.n >= p.at {
+		p.peek()
+		p.done = true
+	}
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	return n, err
+}
+
+// noiseReader yields n bytes of a cheap pattern that never repeats a
+// part's worth, so a part sent from the wrong slot shows.
+type noiseReader struct{ n, off int64 }
+
+func (r *noiseReader) Read(p []byte) (int, error) {
+	if r.off >= r.n {
+		return 0, io.EOF
+	}
+	k := int(min(int64(len(p)), r.n-r.off))
+	for i := range k {
+		x := uint64(r.off+int64(i)) >> 3 * 0x9e3779b97f4a7c15
+		x ^= x >> 31
+		p[i] = byte(x >> (8 * ((r.off + int64(i)) & 7)))
+	}
+	r.off += int64(k)
+	return k, nil
+}
