@@ -546,7 +546,9 @@ type Catalog struct {
 	ReadGap int64
 
 	store storage.Store
-	key   string
+	// where names the content in errors: its catalog.jsonl, or for shared
+	// content its delta.jsonl and the lines it shares.
+	where string
 	idx   *index
 }
 
@@ -610,7 +612,11 @@ func OpenDigest(ctx context.Context, s storage.Store, name, digest string) (*Cat
 		return nil, fmt.Errorf("catalog: %s at %s: index has %d objects in %d bytes, meta %d in %d: %w",
 			name, digest, len(idx.entries), idx.size, m.Objects, m.Size, ErrCorrupt)
 	}
-	return &Catalog{Name: name, Meta: m, store: s, key: prefix + contentFile, idx: idx}, nil
+	where := prefix + contentFile
+	if m.Format == sharedFormat {
+		where = prefix + deltaFile + " and the lines it shares"
+	}
+	return &Catalog{Name: name, Meta: m, store: s, where: where, idx: idx}, nil
 }
 
 // All returns the whole catalog.jsonl (Meta.Size bytes).
@@ -730,7 +736,7 @@ func (c *Catalog) fetchGroup(ctx context.Context, w io.Writer, g []span) error {
 func (c *Catalog) fetch(ctx context.Context, w io.Writer, off, n int64, spans []span) error {
 	rc, err := openContent(ctx, c.store, c.Meta, off, n)
 	if err != nil {
-		return fmt.Errorf("catalog: %s: %w", c.key, err)
+		return fmt.Errorf("catalog: %s: %w", c.where, err)
 	}
 	defer rc.Close()
 	pos := off
@@ -750,7 +756,7 @@ func (c *Catalog) fetch(ctx context.Context, w io.Writer, off, n int64, spans []
 
 func (c *Catalog) readErr(err error) error {
 	if errors.Is(err, io.EOF) {
-		return fmt.Errorf("catalog: %s shorter than its index: %w", c.key, ErrCorrupt)
+		return fmt.Errorf("catalog: %s shorter than its index: %w", c.where, ErrCorrupt)
 	}
-	return fmt.Errorf("catalog: %s: %w", c.key, err)
+	return fmt.Errorf("catalog: %s: %w", c.where, err)
 }

@@ -350,6 +350,13 @@ func TestSharedObjectShorter(t *testing.T) {
 	if _, err := c.OpenRange(ctx, off, 5); !errors.Is(err, storage.ErrNotExist) {
 		t.Fatalf("missing delta: %v", err)
 	}
+	// A query's error names what the content is made of: shared content
+	// has no catalog.jsonl of its own.
+	err = c.Query(ctx, io.Discard, Query{})
+	if !errors.Is(err, storage.ErrNotExist) || !strings.Contains(err.Error(), deltaFile+" and the lines it shares") ||
+		strings.Contains(err.Error(), digestDir(ds[1])+"/"+contentFile) {
+		t.Fatalf("query of content missing its delta: %v", err)
+	}
 }
 
 // A refused sharing writer ended early removes its delta.jsonl, as a

@@ -66,7 +66,7 @@ func (c *Catalog) DiscoverGraphQL(ctx context.Context) (*gqlshape.Shape, error) 
 	s := gqlshape.New()
 	rc, err := c.All(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: %s: %w", c.key, err)
+		return nil, fmt.Errorf("catalog: %s: %w", c.where, err)
 	}
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 256<<10)
