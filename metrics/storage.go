@@ -89,6 +89,18 @@ func (t *timedStore) Get(ctx context.Context, key string, offset, length int64) 
 	return rc, err
 }
 
+// GetInfo is timed as a get, or as the stat and get it falls back to
+// where the store reads Info apart.
+func (t *timedStore) GetInfo(ctx context.Context, key string, offset, length int64) (io.ReadCloser, storage.Info, error) {
+	if _, ok := t.s.(storage.InfoGetter); !ok {
+		return storage.GetInfo(ctx, struct{ storage.Store }{t}, key, offset, length)
+	}
+	start := time.Now()
+	rc, info, err := storage.GetInfo(ctx, t.s, key, offset, length)
+	t.observe(ctx, "get", start, err)
+	return rc, info, err
+}
+
 func (t *timedStore) Stat(ctx context.Context, key string) (storage.Info, error) {
 	start := time.Now()
 	info, err := t.s.Stat(ctx, key)

@@ -59,6 +59,34 @@ type Store interface {
 	PutIf(ctx context.Context, key string, data []byte, ifMatch string) (Info, error)
 }
 
+// InfoGetter is implemented by stores that give an object's Info with its
+// bytes in one request: S3's GetObject answers with the ETag of the version
+// it sends, where a Stat first would cost a round trip more.
+type InfoGetter interface {
+	// GetInfo is Get, also returning the Info of the object read (Size is
+	// the whole object's).
+	GetInfo(ctx context.Context, key string, offset, length int64) (io.ReadCloser, Info, error)
+}
+
+// GetInfo opens key as Get does and returns the object's Info with it: in
+// one request where s is an InfoGetter, else a Stat and then a Get, so the
+// ETag is never newer than the bytes (a compare-and-swap with it fails if
+// they changed in between).
+func GetInfo(ctx context.Context, s Store, key string, offset, length int64) (io.ReadCloser, Info, error) {
+	if g, ok := s.(InfoGetter); ok {
+		return g.GetInfo(ctx, key, offset, length)
+	}
+	in, err := s.Stat(ctx, key)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	rc, err := s.Get(ctx, key, offset, length)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return rc, in, nil
+}
+
 // ValidKey reports whether key is a clean relative slash path that stays
 // inside the store.
 func ValidKey(key string) bool {

@@ -164,6 +164,11 @@ func readSmall(ctx context.Context, s storage.Store, key string) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	return readAllSmall(rc, key)
+}
+
+// readAllSmall reads and closes rc, opened for at most maxSmall+1 bytes.
+func readAllSmall(rc io.ReadCloser, key string) ([]byte, error) {
 	defer rc.Close()
 	b, err := io.ReadAll(rc)
 	if err != nil {

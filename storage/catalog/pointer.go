@@ -69,11 +69,11 @@ func readPointer(ctx context.Context, s storage.Store, name string) (Pointer, st
 // is ErrCorrupt and still comes with its ETag, so a compare-and-swap can
 // replace it.
 func readControl(ctx context.Context, s storage.Store, key string, v any) (string, error) {
-	st, err := s.Stat(ctx, key)
+	rc, st, err := storage.GetInfo(ctx, s, key, 0, maxSmall+1)
 	if err != nil {
 		return "", fmt.Errorf("catalog: %s: %w", key, err)
 	}
-	b, err := readSmall(ctx, s, key)
+	b, err := readAllSmall(rc, key)
 	if err != nil {
 		return "", fmt.Errorf("catalog: %s: %w", key, err)
 	}

@@ -52,7 +52,10 @@ type Store struct {
 	sem chan struct{}
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store      = (*Store)(nil)
+	_ storage.InfoGetter = (*Store)(nil)
+)
 
 // New opens (creating it if needed) the directory root as a store.
 func New(root string) (*Store, error) {
@@ -131,30 +134,36 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Info, error) {
 // Get implements storage.Store. The returned reader keeps the opened file,
 // so a concurrent replace or delete does not disturb it.
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	rc, _, err := s.GetInfo(ctx, key, offset, length)
+	return rc, err
+}
+
+// GetInfo implements storage.InfoGetter: the Info is the opened file's.
+func (s *Store) GetInfo(ctx context.Context, key string, offset, length int64) (io.ReadCloser, storage.Info, error) {
 	if err := checkKey(key); err != nil {
-		return nil, err
+		return nil, storage.Info{}, err
 	}
 	if offset < 0 {
-		return nil, fmt.Errorf("fs: get %q: negative offset %d", key, offset)
+		return nil, storage.Info{}, fmt.Errorf("fs: get %q: negative offset %d", key, offset)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, storage.Info{}, err
 	}
 	if _, err := s.stat(key); err != nil {
-		return nil, wrap("get", key, err)
+		return nil, storage.Info{}, wrap("get", key, err)
 	}
 	f, err := s.root.Open(key)
 	if err != nil {
-		return nil, wrap("get", key, err)
+		return nil, storage.Info{}, wrap("get", key, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, wrap("get", key, err)
+		return nil, storage.Info{}, wrap("get", key, err)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, wrap("get", key, iofs.ErrNotExist)
+		return nil, storage.Info{}, wrap("get", key, iofs.ErrNotExist)
 	}
 	size := fi.Size()
 	offset = min(offset, size)
@@ -162,7 +171,7 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 	if length >= 0 && length < n {
 		n = length
 	}
-	return &reader{ctx: ctx, r: io.NewSectionReader(f, offset, n), f: f}, nil
+	return &reader{ctx: ctx, r: io.NewSectionReader(f, offset, n), f: f}, info(key, fi), nil
 }
 
 type reader struct {

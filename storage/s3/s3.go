@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,7 +137,10 @@ type Store struct {
 	tempDir     string
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store      = (*Store)(nil)
+	_ storage.InfoGetter = (*Store)(nil)
+)
 
 // New connects to the bucket and checks, before returning, that it exists,
 // that the credentials are accepted, that they may list, write and delete
@@ -430,21 +434,40 @@ func (s *Store) PutIf(ctx context.Context, key string, data []byte, match string
 
 // Get implements storage.Store with a ranged GetObject.
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	rc, _, err := s.get(ctx, key, offset, length, false)
+	return rc, err
+}
+
+// GetInfo implements storage.InfoGetter: the Info comes with the GetObject
+// answer (a range past the end costs a HeadObject more).
+func (s *Store) GetInfo(ctx context.Context, key string, offset, length int64) (io.ReadCloser, storage.Info, error) {
+	return s.get(ctx, key, offset, length, true)
+}
+
+func (s *Store) get(ctx context.Context, key string, offset, length int64, withInfo bool) (io.ReadCloser, storage.Info, error) {
 	if err := s.checkKey(key); err != nil {
-		return nil, err
+		return nil, storage.Info{}, err
 	}
 	if offset < 0 {
-		return nil, fmt.Errorf("s3: get %q: negative offset %d", key, offset)
+		return nil, storage.Info{}, fmt.Errorf("s3: get %q: negative offset %d", key, offset)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("s3: get %q: %w", key, err)
+		return nil, storage.Info{}, fmt.Errorf("s3: get %q: %w", key, err)
+	}
+	empty := func() (io.ReadCloser, storage.Info, error) {
+		var in storage.Info
+		if length == 0 || withInfo {
+			// No request can ask for zero bytes; only existence (and
+			// the Info) matters.
+			var err error
+			if in, err = s.Stat(ctx, key); err != nil {
+				return nil, storage.Info{}, err
+			}
+		}
+		return io.NopCloser(strings.NewReader("")), in, nil
 	}
 	if length == 0 {
-		// No request can ask for zero bytes; only existence matters.
-		if _, err := s.Stat(ctx, key); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(strings.NewReader("")), nil
+		return empty()
 	}
 	in := &awss3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key)}
 	if offset > 0 || length > 0 {
@@ -458,9 +481,9 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 	if err != nil {
 		// 416: the object exists but starts before offset (or is empty).
 		if apiCode(err) == "InvalidRange" || httpStatus(err) == http.StatusRequestedRangeNotSatisfiable {
-			return io.NopCloser(strings.NewReader("")), nil
+			return empty()
 		}
-		return nil, wrap(ctx, "get", key, err)
+		return nil, storage.Info{}, wrap(ctx, "get", key, err)
 	}
 	var r io.Reader = out.Body
 	if in.Range != nil && out.ContentRange == nil && offset > 0 {
@@ -468,13 +491,27 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 		// to offset here.
 		if _, err := io.CopyN(io.Discard, out.Body, offset); err != nil && !errors.Is(err, io.EOF) {
 			out.Body.Close()
-			return nil, wrap(ctx, "get", key, err)
+			return nil, storage.Info{}, wrap(ctx, "get", key, err)
 		}
 	}
 	if length > 0 {
 		r = io.LimitReader(r, length)
 	}
-	return &reader{ctx: ctx, r: r, c: out.Body}, nil
+	info := storage.Info{Key: key, Size: objectSize(out), ModTime: aws.ToTime(out.LastModified), ETag: etag(out.ETag)}
+	return &reader{ctx: ctx, r: r, c: out.Body}, info, nil
+}
+
+// objectSize is the whole object's size: the total of a Content-Range
+// ("bytes 0-99/1234"), else the length of the body, which is then all of it.
+func objectSize(out *awss3.GetObjectOutput) int64 {
+	if cr := aws.ToString(out.ContentRange); cr != "" {
+		if i := strings.LastIndexByte(cr, '/'); i >= 0 {
+			if n, err := strconv.ParseInt(cr[i+1:], 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return aws.ToInt64(out.ContentLength)
 }
 
 type reader struct {

@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"KeysWithSpecialCharacters", testSpecialKeys},
 		{"GetRange", testGetRange},
 		{"Stat", testStat},
+		{"GetInfo", testGetInfo},
 		{"List", testList},
 		{"ListEmptyAndMissing", testListEmpty},
 		{"Delete", testDelete},
@@ -246,6 +247,61 @@ func testGetRange(t *testing.T, s storage.Store) {
 	}
 	if !bytes.Equal(got, data[100:150]) {
 		t.Errorf("small reads of range = %d bytes, differ", len(got))
+	}
+}
+
+// A store that reads Info with the bytes (storage.InfoGetter) gives what
+// Stat gives, for any range, and the bytes of the same version.
+func testGetInfo(t *testing.T, s storage.Store) {
+	g, ok := s.(storage.InfoGetter)
+	if !ok {
+		t.Skip("not a storage.InfoGetter")
+	}
+	data := randBytes(11, 1000)
+	put(t, s, "info/obj", data)
+	put(t, s, "info/empty", nil)
+	for _, tc := range []struct {
+		key      string
+		off, n   int64
+		from, to int
+	}{
+		{"info/obj", 0, -1, 0, 1000},
+		{"info/obj", 0, 10, 0, 10},
+		{"info/obj", 990, 100, 990, 1000},
+		{"info/obj", 5000, 10, 1000, 1000},
+		{"info/obj", 5, 0, 5, 5},
+		{"info/empty", 0, 10, 0, 0},
+	} {
+		rc, in, err := g.GetInfo(ctx(t), tc.key, tc.off, tc.n)
+		if err != nil {
+			t.Fatalf("GetInfo(%s, %d, %d): %v", tc.key, tc.off, tc.n, err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := data[tc.from:tc.to]
+		if tc.key == "info/empty" {
+			want = nil
+		}
+		st := stat(t, s, tc.key)
+		if !bytes.Equal(got, want) || in.Key != tc.key || in.Size != st.Size || in.ETag != st.ETag {
+			t.Errorf("GetInfo(%s, %d, %d) = %d bytes, %+v; Stat %+v", tc.key, tc.off, tc.n, len(got), in, st)
+		}
+	}
+	if _, _, err := g.GetInfo(ctx(t), "info/missing", 0, 10); !errors.Is(err, storage.ErrNotExist) {
+		t.Errorf("GetInfo of a missing key: %v", err)
+	}
+	// A replaced object reads with its new ETag.
+	in := put(t, s, "info/obj", []byte("new"))
+	rc, got, err := g.GetInfo(ctx(t), "info/obj", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	if got.ETag != in.ETag || got.Size != 3 {
+		t.Errorf("after a replace GetInfo %+v, Put %+v", got, in)
 	}
 }
 
