@@ -102,7 +102,7 @@ func fillSlot(f *os.File, off int64, r io.Reader, n int64, buf []byte) (int64, e
 
 // upload is one multipart upload under way. Its parts take turns in
 // Concurrency+1 slots of PartSize bytes in f: one being filled from the
-// stream while up to Concurrency are sent.
+// stream while up to Concurrency are sent (a send waits for a turn).
 type upload struct {
 	s   *Store
 	key string
@@ -121,6 +121,7 @@ func (u *upload) run(ctx context.Context, r io.Reader, buf []byte) (string, erro
 	for i := 1; i <= u.s.concurrency; i++ {
 		slots <- int64(i) * u.s.partSize
 	}
+	sends := make(chan struct{}, u.s.concurrency)
 	var wg sync.WaitGroup
 	off, n := int64(0), u.s.partSize
 	for num := int32(1); n > 0 && u.failed() == nil; num++ {
@@ -128,7 +129,8 @@ func (u *upload) run(ctx context.Context, r io.Reader, buf []byte) (string, erro
 			u.fail(fmt.Errorf("object over %d parts of %d bytes", maxParts, u.s.partSize))
 			break
 		}
-		u.start(ctx, &wg, slots, num, off, n)
+		sends <- struct{}{}
+		u.start(ctx, &wg, sends, slots, num, off, n)
 		if n < u.s.partSize {
 			break
 		}
@@ -145,10 +147,11 @@ func (u *upload) run(ctx context.Context, r io.Reader, buf []byte) (string, erro
 	return u.complete(ctx)
 }
 
-// start sends part num from its slot and frees the slot when done.
-func (u *upload) start(ctx context.Context, wg *sync.WaitGroup, slots chan<- int64, num int32, off, n int64) {
+// start sends part num from its slot, then gives back its turn and frees
+// the slot.
+func (u *upload) start(ctx context.Context, wg *sync.WaitGroup, sends <-chan struct{}, slots chan<- int64, num int32, off, n int64) {
 	wg.Go(func() {
-		defer func() { slots <- off }()
+		defer func() { <-sends; slots <- off }()
 		out, err := u.s.client.UploadPart(ctx, &awss3.UploadPartInput{
 			Bucket: aws.String(u.s.bucket), Key: aws.String(u.key), UploadId: u.id,
 			PartNumber: aws.Int32(num), ChecksumAlgorithm: crc32,

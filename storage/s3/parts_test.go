@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -162,4 +164,57 @@ func (r *noiseReader) Read(p []byte) (int, error) {
 	}
 	r.off += int64(k)
 	return k, nil
+}
+
+// Parts that finish out of order (the first held back at the proxy while
+// the others go through) are completed in part order, with their
+// checksums.
+func TestPutPartsCompleteInOrder(t *testing.T) {
+	m := servers.StartMinIO(t)
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
+	cfg := minioConfig(m, newBucket(t, m))
+	cfg.Endpoint, cfg.PartSize, cfg.Concurrency = proxy.URL, 5<<20, 3
+	s := newTestStore(t, cfg)
+	proxy.Inject(servers.Delay(time.Second), 1, classUploadPart)
+	const size = 16 << 20
+	if _, err := s.Put(testCtx(t), "reordered", &noiseReader{n: size}); err != nil {
+		t.Fatal(err)
+	}
+	checkStored(t, s, "reordered", size)
+}
+
+// No more than Concurrency parts are ever sent at once: each is held at
+// the proxy a while, so that more would overlap if allowed.
+func TestPutSendsAtMostConcurrencyParts(t *testing.T) {
+	m := servers.StartMinIO(t)
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	proxy.Inject(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		servers.Delay(200*time.Millisecond)(w, r, next)
+	}, 0, classUploadPart)
+	for _, conc := range []int{1, 2} {
+		cfg := minioConfig(m, newBucket(t, m))
+		cfg.Endpoint, cfg.PartSize, cfg.Concurrency = proxy.URL, 5<<20, conc
+		s := newTestStore(t, cfg)
+		mu.Lock()
+		most = 0
+		mu.Unlock()
+		const size = 21 << 20
+		if _, err := s.Put(testCtx(t), "bounded", &noiseReader{n: size}); err != nil {
+			t.Fatal(err)
+		}
+		checkStored(t, s, "bounded", size)
+		mu.Lock()
+		got := most
+		mu.Unlock()
+		if got > conc {
+			t.Fatalf("concurrency %d: %d parts sent at once", conc, got)
+		}
+	}
 }
