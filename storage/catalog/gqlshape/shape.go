@@ -18,7 +18,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -97,14 +99,16 @@ func (s *Shape) schema(name string) *Schema {
 }
 
 // observeDecoded is Observe by decoding the line: the reference the fast
-// path must agree with.
+// path must agree with. Keys go in sorted order (see analyzeObject): of
+// two keys with one GraphQL name, the first sorted is the field's.
 func (s *Shape) observeDecoded(sc *Schema, line []byte) {
 	var obj map[string]any
 	if err := json.Unmarshal(line, &obj); err != nil {
 		return
 	}
 	sc.Objects++
-	for key, v := range obj {
+	for _, key := range slices.Sorted(maps.Keys(obj)) {
+		v := obj[key]
 		name := FieldName(key)
 		typ, list, nested := analyzeTop(v)
 		f, ok := sc.Fields[name]
@@ -162,10 +166,15 @@ func analyzeTop(v any) (typ string, list bool, nested map[string]*Field) {
 
 // analyzeObject types the fields of an object inside an array: nested
 // arrays are judged by their first element alone. A later key mapping to
-// the same name replaces an earlier one, as catalogd's does.
+// the same name replaces an earlier one, as catalogd's does. catalogd
+// takes keys in Go's random map order, so which of two such keys wins
+// changes from run to run there; here keys go in sorted order, so the
+// shape (stored, and compared between full and incremental syncs) is the
+// same every time, and one catalogd could give.
 func analyzeObject(m map[string]any) map[string]*Field {
 	fs := make(map[string]*Field, len(m))
-	for key, v := range m {
+	for _, key := range slices.Sorted(maps.Keys(m)) {
+		v := m[key]
 		f := &Field{Key: key}
 		if arr, ok := v.([]any); ok {
 			f.List = true
