@@ -176,7 +176,7 @@ func isJSON(ct string) bool {
 // hostOfURL returns the host of an absolute http(s) URL, empty otherwise.
 func hostOfURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !hostRE.MatchString(u.Host) {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !hostRE().MatchString(u.Host) {
 		return ""
 	}
 	return strings.ToLower(u.Host)

@@ -28,12 +28,12 @@ func NewMatcher(aliases []HostAlias) (*Matcher, error) {
 	m := &Matcher{canon: map[string]string{}}
 	for i, a := range aliases {
 		host := strings.ToLower(strings.TrimSpace(a.Host))
-		if host == "" || !hostRE.MatchString(host) {
+		if host == "" || !hostRE().MatchString(host) {
 			return nil, fmt.Errorf("%w: hostAliases[%d]: invalid host %q", ErrConfig, i, a.Host)
 		}
 		for _, n := range append([]string{host}, a.Aliases...) {
 			n = strings.ToLower(strings.TrimSpace(n))
-			if n == "" || !hostRE.MatchString(n) {
+			if n == "" || !hostRE().MatchString(n) {
 				return nil, fmt.Errorf("%w: hostAliases[%d]: invalid alias %q", ErrConfig, i, n)
 			}
 			if c, ok := m.canon[n]; ok && c != host {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -136,7 +137,7 @@ const (
 // notification that reached a receiver (for metrics).
 func WithOutcome(fn func(source, outcome string)) Option { return func(o *options) { o.outcome = fn } }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$`) })
 
 // SecretPath returns the path of a receiver whose sender cannot
 // authenticate: /hooks/ and the hex SHA-256 of secret followed by name,
@@ -197,12 +198,12 @@ func NewReceiver(cfg Config, lister CatalogLister, trig Triggerer, opts ...Optio
 }
 
 func newEndpoint(c ReceiverConfig) (*endpoint, error) {
-	if !nameRE.MatchString(c.Name) {
+	if !nameRE().MatchString(c.Name) {
 		return nil, fmt.Errorf("%w: name %q must be a DNS label (lower case letters, digits, '-')", ErrConfig, c.Name)
 	}
 	if c.Host != "" {
 		c.Host = strings.ToLower(strings.TrimSpace(c.Host))
-		if !hostRE.MatchString(c.Host) {
+		if !hostRE().MatchString(c.Host) {
 			return nil, fmt.Errorf("%w: %s: invalid host %q", ErrConfig, c.Name, c.Host)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 
 	digest "github.com/opencontainers/go-digest"
 	"github.com/regclient/regclient/types/ref"
@@ -317,11 +318,17 @@ type keyAuthenticated interface {
 	keyAuthenticated()
 }
 
-// Name grammar of the distribution spec.
+// Name grammar of the distribution spec, compiled at first use: a process
+// that never reads a notification (a one-shot sync) does not pay for it at
+// start.
 var (
-	repoRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*$`)
-	tagRE  = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
-	hostRE = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:.]+\])(?::[0-9]{1,5})?$`)
+	repoRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*$`)
+	})
+	tagRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`) })
+	hostRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:.]+\])(?::[0-9]{1,5})?$`)
+	})
 )
 
 // maxRepoLen bounds repository paths as registries do.
@@ -342,10 +349,10 @@ func normalize(p Push) (Push, error) {
 		}
 		p.Digest, p.Tag = p.Tag, ""
 	}
-	if len(p.Repository) > maxRepoLen || !repoRE.MatchString(p.Repository) {
+	if len(p.Repository) > maxRepoLen || !repoRE().MatchString(p.Repository) {
 		return Push{}, malformed("invalid repository name %q", p.Repository)
 	}
-	if p.Tag != "" && !tagRE.MatchString(p.Tag) {
+	if p.Tag != "" && !tagRE().MatchString(p.Tag) {
 		return Push{}, malformed("invalid tag %q", p.Tag)
 	}
 	if p.Digest != "" {
@@ -354,7 +361,7 @@ func normalize(p Push) (Push, error) {
 		}
 	}
 	if p.Host != "" {
-		if !hostRE.MatchString(p.Host) {
+		if !hostRE().MatchString(p.Host) {
 			return Push{}, malformed("invalid registry host %q", p.Host)
 		}
 		// regclient rewrites some hosts (and the repositories of single
@@ -400,7 +407,7 @@ func hostOf(s string) string {
 	if !strings.ContainsAny(h, ".:") && h != "localhost" {
 		return ""
 	}
-	if !hostRE.MatchString(h) {
+	if !hostRE().MatchString(h) {
 		return ""
 	}
 	return strings.ToLower(h)
