@@ -33,8 +33,8 @@ type Pointer struct {
 }
 
 // Current returns the published pointer of name and its ETag (for a cache
-// check with Stat, or a compare-and-swap). The ETag is read before the
-// content, so it is never newer than the pointer returned: a swap with it
+// check with Stat, or a compare-and-swap). The ETag is never newer than
+// the pointer returned (read with it, or before it): a swap with it
 // fails if anything changed since, and a cache keyed by it at worst
 // reloads once more. A never published catalog is an error wrapping
 // storage.ErrNotExist.
@@ -65,7 +65,7 @@ func readPointer(ctx context.Context, s storage.Store, name string) (Pointer, st
 }
 
 // readControl reads the small JSON object at key (a pointer, a lease) into
-// v and returns its ETag, read first so it is never newer than v. Garbage
+// v and returns its ETag, never newer than v (storage.GetInfo). Garbage
 // is ErrCorrupt and still comes with its ETag, so a compare-and-swap can
 // replace it.
 func readControl(ctx context.Context, s storage.Store, key string, v any) (string, error) {
