@@ -364,6 +364,11 @@ func testDeleted(t *testing.T, c *cluster, r *registry) {
 		if _, ok := s.src.Get("gone"); ok {
 			return errors.New("Get still finds it")
 		}
+		// The informer drops the object from its store before it runs
+		// the delete handler that calls OnChange.
+		if s.changeCount("gone") == changes {
+			return errors.New("OnChange not called yet")
+		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
