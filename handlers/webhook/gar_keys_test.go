@@ -80,11 +80,7 @@ func TestFileKeySetKeepsOnlyPublicSigningKeys(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, keys ...jose.JSONWebKey) string {
 		b, _ := json.Marshal(jose.JSONWebKeySet{Keys: keys})
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return writeFile(t, dir, name, b)
 	}
 	for name, k := range map[string]jose.JSONWebKey{
 		"enc":     {Key: &key.PublicKey, KeyID: "a", Algorithm: "RS256", Use: "enc"},
@@ -182,4 +178,31 @@ func TestGitHubFormWithoutPayload(t *testing.T) {
 			t.Errorf("%q: %v, want malformed: no payload field", body, err)
 		}
 	}
+}
+
+// A JWKS file that is missing, is not JSON or holds no public signing key
+// fails verification with an error naming the problem, never with a key
+// set that accepts nothing silently.
+func TestFileKeySetRefusals(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing"), "jwks: "},
+		{writeFile(t, dir, "garbage", []byte(`{"keys":`)), "jwks " + dir},
+		{writeFile(t, dir, "empty", []byte(`{"keys":[]}`)), "no public signing keys"},
+	} {
+		ks := &fileKeySet{path: c.path}
+		if _, err := ks.VerifySignature(context.Background(), "a.b.c"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error with %q", c.path, err, c.want)
+		}
+	}
+}
+
+// writeFile writes b to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
