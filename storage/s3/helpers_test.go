@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,13 +107,20 @@ func heapPeak() (stop func() uint64) {
 // root user narrowed by a session policy to reading and listing bucket.
 func readOnlyCredentials(t testing.TB, m *servers.MinIO, bucket string) (key, secret, token string) {
 	t.Helper()
+	return sessionCredentials(t, m, bucket, "s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation")
+}
+
+// sessionCredentials are temporary credentials from MinIO's STS whose
+// session policy allows only actions on bucket.
+func sessionCredentials(t testing.TB, m *servers.MinIO, bucket string, actions ...string) (key, secret, token string) {
+	t.Helper()
 	client := sts.New(sts.Options{
 		Region:       m.Region,
 		BaseEndpoint: aws.String(m.Endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider(m.AccessKey, m.SecretKey, ""),
 	})
 	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow",` +
-		`"Action":["s3:GetObject","s3:ListBucket","s3:GetBucketLocation"],` +
+		`"Action":["` + strings.Join(actions, `","`) + `"],` +
 		`"Resource":["arn:aws:s3:::` + bucket + `","arn:aws:s3:::` + bucket + `/*"]}]}`
 	out, err := client.AssumeRole(testCtx(t), &sts.AssumeRoleInput{
 		RoleArn:         aws.String("arn:aws:iam::000000000000:role/read-only"), // required by the SDK, unused by MinIO

@@ -240,12 +240,6 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 // check probes what New promises: list, create-only write (twice: the
 // second must be refused), delete.
 func (s *Store) check(ctx context.Context) error {
-	_, err := s.client.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{
-		Bucket: aws.String(s.bucket), Prefix: aws.String(s.prefix), MaxKeys: aws.Int32(1),
-	})
-	if err != nil {
-		return s.setupErr("list", err)
-	}
 	var b [8]byte
 	rand.Read(b[:])
 	probe := s.prefix + probePrefix + hex.EncodeToString(b[:])
@@ -256,7 +250,24 @@ func (s *Store) check(ctx context.Context) error {
 		})
 		return err
 	}
-	if err := put(); err != nil {
+	// The list and the first write go out together: every process start
+	// waits for one round trip fewer. The list's refusal still comes
+	// first, and a probe written meanwhile is removed.
+	listed := make(chan error, 1)
+	go func() {
+		_, err := s.client.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{
+			Bucket: aws.String(s.bucket), Prefix: aws.String(s.prefix), MaxKeys: aws.Int32(1),
+		})
+		listed <- err
+	}()
+	first := put()
+	if err := <-listed; err != nil {
+		if first == nil {
+			_ = s.deleteRaw(ctx, probe)
+		}
+		return s.setupErr("list", err)
+	}
+	if err := first; err != nil {
 		if errors.Is(classify(err), ErrAccessDenied) {
 			return fmt.Errorf("s3: bucket %s: writing %s: %w: %w: %w", s.bucket, probe, ErrReadOnly, ErrAccessDenied, err)
 		}
