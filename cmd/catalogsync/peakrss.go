@@ -21,10 +21,10 @@ var peakAnon atomic.Int64
 
 // samplePeakAnon samples the process's anonymous resident memory (statm's
 // resident minus its file-backed pages) every few milliseconds. VmHWM
-// also counts the pages of the executable the kernel has mapped, which on
-// kernels that read files in large folios is tens of MiB of a 100 MiB
-// binary whatever the catalog; the anonymous peak is the memory a sync
-// actually uses.
+// also counts the pages of the executable the kernel has mapped: 64 KiB
+// around each page that package initialisation touches, about 40 MiB of
+// the binary whatever the catalog; the anonymous peak is the memory a
+// sync actually uses.
 func samplePeakAnon() {
 	if os.Getenv(peakRSSEnv) == "" {
 		return
