@@ -74,6 +74,14 @@ func TestFastYAMLHexEscapes(t *testing.T) {
 	checkFastCases(t, []fastCase{
 		{"hex digits", "schema: a\nk: \"\\x30\\x39\\xaa\\xff\\xAF\\u00e9\"\n", true},
 		{"bad hex digit", "schema: a\nk: \"\\xg0\"\n", false},
+		// The edges of the surrogates and of Unicode: what cannot be a
+		// character is left to the reference decoder.
+		{"below the surrogates", "schema: a\nk: \"\\uD7FF\"\n", true},
+		{"first surrogate", "schema: a\nk: \"\\uD800\"\n", false},
+		{"last surrogate", "schema: a\nk: \"\\uDFFF\"\n", false},
+		{"above the surrogates", "schema: a\nk: \"\\uE000\"\n", true},
+		{"last code point", "schema: a\nk: \"\\U0010FFFF\"\n", true},
+		{"past the last code point", "schema: a\nk: \"\\U00110000\"\n", false},
 	})
 }
 
