@@ -125,8 +125,8 @@ func (u *upload) run(ctx context.Context, r io.Reader, buf []byte) (string, erro
 	var wg sync.WaitGroup
 	off, n := int64(0), u.s.partSize
 	for num := int32(1); n > 0 && u.failed() == nil; num++ {
-		if num > maxParts {
-			u.fail(fmt.Errorf("object over %d parts of %d bytes", maxParts, u.s.partSize))
+		if num > u.s.maxParts {
+			u.fail(fmt.Errorf("object over %d parts of %d bytes", u.s.maxParts, u.s.partSize))
 			break
 		}
 		sends <- struct{}{}

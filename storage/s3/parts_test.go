@@ -2,16 +2,19 @@ package s3
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -215,6 +218,70 @@ func TestPutSendsAtMostConcurrencyParts(t *testing.T) {
 		mu.Unlock()
 		if got > conc {
 			t.Fatalf("concurrency %d: %d parts sent at once", conc, got)
+		}
+	}
+}
+
+// An object needing more parts than S3 accepts fails without sending the
+// part over the bound, and its upload is aborted; one that fills
+// the last part exactly goes up. (S3's bound, 10,000 parts, is lowered to
+// two: at the smallest part size it is 48.8 GiB.)
+func TestPutStopsAtMaxParts(t *testing.T) {
+	m := servers.StartMinIO(t)
+	bucket := newBucket(t, m)
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
+	const part = 5 << 20
+	cfg := minioConfig(m, bucket)
+	cfg.Endpoint, cfg.PartSize = proxy.URL, part
+	s := newTestStore(t, cfg)
+	s.maxParts = 2
+	ctx := testCtx(t)
+
+	if _, err := s.Put(ctx, "exact", &noiseReader{n: 2 * part}); err != nil {
+		t.Fatalf("Put of exactly two parts: %v", err)
+	}
+	checkStored(t, s, "exact", 2*part)
+
+	proxy.ResetCounts()
+	_, err := s.Put(ctx, "over", &noiseReader{n: 2*part + 1})
+	if err == nil || !strings.Contains(err.Error(), "over 2 parts") {
+		t.Fatalf("Put of two parts and a byte = %v, want the part bound", err)
+	}
+	if n, a := proxy.Count(classUploadPart), proxy.Count(classAbortUpload); n != 2 || a != 1 {
+		t.Fatalf("%d parts sent, %d uploads aborted; want 2 and 1", n, a)
+	}
+	if left := pendingUploads(t, m, bucket, "over"); len(left) != 0 {
+		t.Fatalf("uploads left behind: %q", left)
+	}
+	if _, err := s.Stat(ctx, "over"); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatalf("Stat(over) = %v", err)
+	}
+}
+
+// An upload keeps its first real error: a cancellation (which the real
+// error often causes) gives way to it, whichever comes first.
+func TestUploadKeepsTheRealError(t *testing.T) {
+	real1, real2 := errors.New("part 3: 500"), errors.New("part 4: reset")
+	canceled := fmt.Errorf("put: %w", context.Canceled)
+	deadline := fmt.Errorf("put: %w", context.DeadlineExceeded)
+	for _, tc := range []struct {
+		name string
+		errs []error
+		want error
+	}{
+		{"one", []error{real1}, real1},
+		{"first real wins", []error{real1, real2}, real1},
+		{"real after a cancellation", []error{canceled, real1}, real1},
+		{"real after a deadline", []error{deadline, real1, real2}, real1},
+		{"cancellation after real", []error{real1, canceled}, real1},
+		{"cancellations only", []error{canceled, deadline}, canceled},
+	} {
+		var u upload
+		for _, err := range tc.errs {
+			u.fail(err)
+		}
+		if got := u.failed(); got != tc.want {
+			t.Errorf("%s: failed() = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -135,6 +135,7 @@ type Store struct {
 	partSize    int64
 	concurrency int
 	tempDir     string
+	maxParts    int32 // S3's maxParts; lower in tests
 }
 
 var (
@@ -234,7 +235,7 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 		o.UsePathStyle = cfg.PathStyle
 	})
 	return &Store{client: client, bucket: cfg.Bucket, prefix: prefix,
-		partSize: cfg.PartSize, concurrency: cfg.Concurrency, tempDir: cfg.TempDir}, nil
+		partSize: cfg.PartSize, concurrency: cfg.Concurrency, tempDir: cfg.TempDir, maxParts: maxParts}, nil
 }
 
 // check probes what New promises: list, create-only write (twice: the
