@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
@@ -23,12 +24,15 @@ import (
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
+// The patterns are compiled at first use: their counted repeats make
+// large programs, which a process that serves no API (a one-shot sync)
+// would otherwise build at start.
 var (
 	// opID is what the document admits as an operation id.
-	opID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	opID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 	// syncReason is what the document admits as a sync request's reason:
 	// it ends up in operation reasons and logs, so it stays short and plain.
-	syncReason = regexp.MustCompile(`^[A-Za-z0-9._ -]{0,64}$`)
+	syncReason = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._ -]{0,64}$`) })
 )
 
 // maxSyncBody bounds a sync request's body, which holds one short reason.
@@ -229,7 +233,7 @@ func readSyncReason(w http.ResponseWriter, r *http.Request) (reason string, stat
 	if dec.More() {
 		return "", http.StatusBadRequest, "the request body holds more than one JSON value"
 	}
-	if !syncReason.MatchString(req.Reason) {
+	if !syncReason().MatchString(req.Reason) {
 		return "", http.StatusBadRequest, "reason must be at most 64 letters, digits, spaces, '.', '_' or '-'"
 	}
 	if req.Reason == "" {
@@ -240,7 +244,7 @@ func readSyncReason(w http.ResponseWriter, r *http.Request) (reason string, stat
 
 func (h *Handler) getOperation(w http.ResponseWriter, r *http.Request) {
 	id, err := url.PathUnescape(chi.URLParam(r, "id"))
-	if err != nil || !opID.MatchString(id) {
+	if err != nil || !opID().MatchString(id) {
 		writeProblem(w, http.StatusBadRequest, "an operation id is 1 to 64 letters, digits, '_' or '-'")
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage"
@@ -15,7 +16,9 @@ import (
 // once each. GC never looks there (it works under catalogs/).
 const turnRoot = "leases/"
 
-var turnName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+// turnName is compiled at first use: its counted repeat makes a large
+// program, and only a replica taking turns needs it.
+var turnName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
 
 // ErrInvalidTurn is returned for a lease name that is not a short
 // lower-case word.
@@ -32,7 +35,7 @@ func TurnKey(name string) string { return turnRoot + name }
 // holder's record. Replicas that each ask every interval so do the job
 // once per interval between them.
 func TakeTurn(ctx context.Context, s storage.Store, name string, h LeaseHolder, every time.Duration) (bool, LeaseRecord, error) {
-	if !turnName.MatchString(name) {
+	if !turnName().MatchString(name) {
 		return false, LeaseRecord{}, fmt.Errorf("catalog: %q: %w", name, ErrInvalidTurn)
 	}
 	if every <= 0 {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/catalogsync/catalogsync/internal/truncate"
@@ -132,23 +133,32 @@ func seconds(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-var (
-	// "read tcp 127.0.0.1:53412->10.0.0.1:443": the local port changes
-	// with every connection; the remote end is what matters.
-	reLocalAddr = regexp.MustCompile(`\b((?:tcp|udp)[46]?) \S+->`)
-	reUUID      = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	reRequestID = regexp.MustCompile(`(?i)\b((?:x-)?(?:amz-)?request[-_ ]?id|trace[-_ ]?id|correlation[-_ ]?id)(["':= ]+)[\w.+/=-]+`)
-	reTime      = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?`)
-	reSpool     = regexp.MustCompile(`\S*catalogsync-spool-\S*`)
-	reSpace     = regexp.MustCompile(`\s+`)
-	// S3 multipart upload ids and the query of a request URL (upload ids,
-	// part numbers, signatures) differ on every attempt.
-	reUploadID = regexp.MustCompile(`(?i)\bupload ?id[:= ]+[\w.+/=-]+`)
-	reQuery    = regexp.MustCompile(`(https?://[^\s"?]+)\?[^\s"]*`)
-	// The AWS SDK's empty identifiers of a response that never came.
-	reEmptyIDs = regexp.MustCompile(`(?:StatusCode: 0, )?RequestID: , HostID: ,? ?`)
-	tempDirRe  = tempDirPattern()
-)
+// sanitizers are Sanitize's patterns, compiled at first use: only a
+// process that writes status needs them.
+type sanitizers struct {
+	localAddr, uuid, requestID, time, spool, space *regexp.Regexp
+	uploadID, query, emptyIDs, tempDir             *regexp.Regexp
+}
+
+var patterns = sync.OnceValue(func() *sanitizers {
+	return &sanitizers{
+		// "read tcp 127.0.0.1:53412->10.0.0.1:443": the local port changes
+		// with every connection; the remote end is what matters.
+		localAddr: regexp.MustCompile(`\b((?:tcp|udp)[46]?) \S+->`),
+		uuid:      regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`),
+		requestID: regexp.MustCompile(`(?i)\b((?:x-)?(?:amz-)?request[-_ ]?id|trace[-_ ]?id|correlation[-_ ]?id)(["':= ]+)[\w.+/=-]+`),
+		time:      regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?`),
+		spool:     regexp.MustCompile(`\S*catalogsync-spool-\S*`),
+		space:     regexp.MustCompile(`\s+`),
+		// S3 multipart upload ids and the query of a request URL (upload
+		// ids, part numbers, signatures) differ on every attempt.
+		uploadID: regexp.MustCompile(`(?i)\bupload ?id[:= ]+[\w.+/=-]+`),
+		query:    regexp.MustCompile(`(https?://[^\s"?]+)\?[^\s"]*`),
+		// The AWS SDK's empty identifiers of a response that never came.
+		emptyIDs: regexp.MustCompile(`(?:StatusCode: 0, )?RequestID: , HostID: ,? ?`),
+		tempDir:  tempDirPattern(),
+	}
+})
 
 // tempDirPattern matches paths under the system temp folder, whose names
 // are random.
@@ -167,17 +177,18 @@ func tempDirPattern() *regexp.Regexp {
 // cause is the same (local ports, request and trace ids, UUIDs, timestamps,
 // temporary paths), collapses white space and trims trailing separators.
 func Sanitize(msg string) string {
-	msg = reLocalAddr.ReplaceAllString(msg, "$1 ")
-	msg = reEmptyIDs.ReplaceAllString(msg, "")
-	msg = reQuery.ReplaceAllString(msg, "$1") // before the upload id, which the query repeats
-	msg = reUploadID.ReplaceAllString(msg, "upload id <id>")
-	msg = reRequestID.ReplaceAllString(msg, "$1$2<id>")
-	msg = reUUID.ReplaceAllString(msg, "<id>")
-	msg = reTime.ReplaceAllString(msg, "<time>")
-	msg = reSpool.ReplaceAllString(msg, "<spool file>")
-	msg = tempDirRe.ReplaceAllString(msg, "<temp file>")
+	p := patterns()
+	msg = p.localAddr.ReplaceAllString(msg, "$1 ")
+	msg = p.emptyIDs.ReplaceAllString(msg, "")
+	msg = p.query.ReplaceAllString(msg, "$1") // before the upload id, which the query repeats
+	msg = p.uploadID.ReplaceAllString(msg, "upload id <id>")
+	msg = p.requestID.ReplaceAllString(msg, "$1$2<id>")
+	msg = p.uuid.ReplaceAllString(msg, "<id>")
+	msg = p.time.ReplaceAllString(msg, "<time>")
+	msg = p.spool.ReplaceAllString(msg, "<spool file>")
+	msg = p.tempDir.ReplaceAllString(msg, "<temp file>")
 	// Some clients end an error with the (here empty) response body.
-	return strings.TrimRight(reSpace.ReplaceAllString(msg, " "), ": ")
+	return strings.TrimRight(p.space.ReplaceAllString(msg, " "), ": ")
 }
 
 // waitMessage says what a sync that has not started waits for, e.g.
