@@ -64,6 +64,7 @@ type options struct {
 	args      []string // more serve flags, for every replica
 	noReplica bool     // start no replica: the test starts them (StartReplica)
 	s3Proxy   bool     // replicas reach MinIO through a proxy (s.s3Proxy)
+	env       []string // more environment, for every replica (GOMEMLIMIT=…)
 }
 
 // stack is one scenario's servers: the cluster and MinIO may be shared with
@@ -82,6 +83,7 @@ type stack struct {
 	rc       *regclient.RegClient
 	addrs    []string
 	args     [][]string
+	env      []string
 	replicas []*servers.Catalogsync
 }
 
@@ -90,7 +92,7 @@ func newStack(t *testing.T, o options) *stack {
 	if o.replicas == 0 {
 		o.replicas = 1
 	}
-	s := &stack{t: t}
+	s := &stack{t: t, env: o.env}
 	if o.ownKube {
 		s.kube = servers.StartKube(t)
 	} else {
@@ -185,9 +187,9 @@ webhooks:
 // startReplica starts replica i (for the first time).
 func (s *stack) startReplica(i int) *servers.Catalogsync {
 	s.t.Helper()
-	s.replicas[i] = servers.StartCatalogsyncAt(s.t, s.addrs[i], s.args[i],
-		"REGISTRY_HOOK_SECRET="+hookSecret, "CI_HOOK_SECRET="+ciSecret,
-		"AWS_ACCESS_KEY_ID="+s.minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.minio.SecretKey)
+	env := append([]string{"REGISTRY_HOOK_SECRET=" + hookSecret, "CI_HOOK_SECRET=" + ciSecret,
+		"AWS_ACCESS_KEY_ID=" + s.minio.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.minio.SecretKey}, s.env...)
+	s.replicas[i] = servers.StartCatalogsyncAt(s.t, s.addrs[i], s.args[i], env...)
 	return s.replicas[i]
 }
 

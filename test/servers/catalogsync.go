@@ -180,6 +180,23 @@ func (c *Catalogsync) Start() {
 	}
 }
 
+// Pid is the current run's process id (0 when it is not running).
+func (c *Catalogsync) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.proc.mu.Lock()
+	defer c.proc.mu.Unlock()
+	if c.proc.cmd == nil || c.proc.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-c.proc.done:
+		return 0
+	default:
+		return c.proc.cmd.Process.Pid
+	}
+}
+
 // Log returns everything the service logged, over all its runs.
 func (c *Catalogsync) Log() string {
 	b, _ := os.ReadFile(c.LogPath)
