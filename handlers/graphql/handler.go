@@ -22,15 +22,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	gql "github.com/graphql-go/graphql"
 	"github.com/graphql-go/graphql/gqlerrors"
+	"github.com/graphql-go/graphql/language/ast"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/catalogsync/catalogsync/storage"
@@ -39,6 +43,16 @@ import (
 
 // DefaultTimeout bounds one query's execution, as catalogd's.
 const DefaultTimeout = 5 * time.Second
+
+// Answer budgets: the worst-case answer (see stats) one query may have,
+// and that of all queries running at once. A page of the largest bundles
+// of a community catalog with every field may reach 11 MiB; an answer is
+// built whole, about four times its bytes at peak, so the defaults keep
+// a 256 MiB pod under its limit however the queries come.
+const (
+	DefaultMaxAnswerBytes = 16 << 20
+	DefaultInflightBytes  = 32 << 20
+)
 
 // maxSchemas bounds the built schemas kept (one per catalog).
 const maxSchemas = 256
@@ -63,6 +77,9 @@ type Handler struct {
 	log     *slog.Logger
 	timeout time.Duration
 
+	maxAnswer, inflight int64
+	answers             *semaphore.Weighted
+
 	mu      sync.Mutex
 	schemas map[string]*built // by catalog name
 	flights singleflight.Group
@@ -71,6 +88,7 @@ type Handler struct {
 type built struct {
 	digest string
 	schema gql.Schema
+	stats  *stats
 }
 
 // Option configures a Handler.
@@ -82,13 +100,21 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // WithTimeout sets the execution timeout of one query.
 func WithTimeout(d time.Duration) Option { return func(h *Handler) { h.timeout = d } }
 
+// WithAnswerBudget sets the largest worst-case answer of one query and of
+// all queries running at once, in bytes (the latter at least the former).
+func WithAnswerBudget(perQuery, inflight int64) Option {
+	return func(h *Handler) { h.maxAnswer, h.inflight = perQuery, max(inflight, perQuery) }
+}
+
 // New returns a handler reading catalogs through open. It reads the
 // catalog name from chi's "name" URL parameter.
 func New(open Opener, opts ...Option) *Handler {
-	h := &Handler{open: open, log: slog.Default(), timeout: DefaultTimeout, schemas: map[string]*built{}}
+	h := &Handler{open: open, log: slog.Default(), timeout: DefaultTimeout, schemas: map[string]*built{},
+		maxAnswer: DefaultMaxAnswerBytes, inflight: DefaultInflightBytes}
 	for _, o := range opts {
 		o(h)
 	}
+	h.answers = semaphore.NewWeighted(h.inflight)
 	return h
 }
 
@@ -121,8 +147,73 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Query too large", http.StatusBadRequest)
 		return
 	}
-	res := h.execute(r.Context(), w, name, body.Query)
-	if res == nil {
+	h.answer(r.Context(), w, name, body.Query)
+}
+
+// answer checks, runs and writes the answer to one query: checks of the
+// text and the document first, then the library's validation, then the
+// cost model, then execution under the answer budget.
+func (h *Handler) answer(ctx context.Context, w http.ResponseWriter, name, query string) {
+	doc, err := check(query)
+	if err != nil {
+		h.write(ctx, w, name, errorResult(err))
+		return
+	}
+	b, err := h.schema(ctx, name)
+	if err != nil {
+		h.storeError(ctx, w, name, err)
+		return
+	}
+	if v := gql.ValidateDocument(&b.schema, doc, nil); !v.IsValid {
+		h.write(ctx, w, name, &gql.Result{Errors: v.Errors})
+		return
+	}
+	cost := b.stats.estimate(doc)
+	if cost > h.maxAnswer {
+		h.write(ctx, w, name, errorResult(refuse("the answer could reach %s, more than the %s one query may have: ask for fewer objects (limit) or fields",
+			mebibytes(cost), mebibytes(h.maxAnswer))))
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	if err := h.answers.Acquire(qctx, cost); err != nil {
+		if ctx.Err() != nil {
+			h.log.Debug("graphql: client went away", "catalog", name, "err", ctx.Err())
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "503 Service Unavailable: too many GraphQL answers in progress", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.answers.Release(cost)
+	// The library stops waiting when its context ends but not its work:
+	// it gets one that does not end, resolvers the live one (see live),
+	// so the budget is held until the work is done.
+	res := gql.Execute(gql.ExecuteParams{Schema: b.schema, AST: doc, Context: detach(qctx)})
+	if qctx.Err() != nil {
+		res = errorResult(qctx.Err()) // catalogd's answer to a timeout
+	}
+	h.write(ctx, w, name, res)
+}
+
+// check applies catalogd's limits and this server's to a query.
+func check(query string) (*ast.Document, error) {
+	if err := checkNesting(query); err != nil {
+		return nil, err
+	}
+	doc, err := parse(query)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkComplexity(doc); err != nil {
+		return nil, err
+	}
+	return doc, checkDocument(doc)
+}
+
+func (h *Handler) write(ctx context.Context, w http.ResponseWriter, name string, res *gql.Result) {
+	if ctx.Err() != nil {
+		h.log.Debug("graphql: client went away", "catalog", name, "err", ctx.Err())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -131,19 +222,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// execute runs the query, or answers the request itself and returns nil.
-func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, name, query string) *gql.Result {
-	if err := checkComplexity(query); err != nil {
-		return &gql.Result{Errors: []gqlerrors.FormattedError{gqlerrors.FormatError(err)}}
+// errorResult is a refusal as catalogd words its own: the message alone.
+func errorResult(err error) *gql.Result {
+	msg := strings.TrimPrefix(err.Error(), errRefused.Error()+": ")
+	return &gql.Result{Errors: []gqlerrors.FormattedError{gqlerrors.FormatError(errors.New(msg))}}
+}
+
+func mebibytes(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+type liveKey struct{}
+
+// detach returns a context that never ends, carrying ctx for live.
+func detach(ctx context.Context) context.Context {
+	return context.WithValue(context.WithoutCancel(ctx), liveKey{}, ctx)
+}
+
+// live returns the request's context a resolver should heed.
+func live(ctx context.Context) context.Context {
+	if c, ok := ctx.Value(liveKey{}).(context.Context); ok {
+		return c
 	}
-	schema, err := h.schema(ctx, name)
-	if err != nil {
-		h.storeError(ctx, w, name, err)
-		return nil
-	}
-	qctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	return gql.Do(gql.Params{Schema: schema, RequestString: query, Context: qctx})
+	return ctx
 }
 
 func (h *Handler) storeError(ctx context.Context, w http.ResponseWriter, name string, err error) {
@@ -166,16 +265,16 @@ var errSchema = errors.New("graphql schema")
 
 // schema returns the GraphQL schema of name's published catalog, building
 // it once per digest.
-func (h *Handler) schema(ctx context.Context, name string) (gql.Schema, error) {
+func (h *Handler) schema(ctx context.Context, name string) (*built, error) {
 	c, err := h.open.Catalog(ctx, name)
 	if err != nil {
-		return gql.Schema{}, err
+		return nil, err
 	}
 	h.mu.Lock()
 	b := h.schemas[name]
 	h.mu.Unlock()
 	if b != nil && b.digest == c.Meta.Digest {
-		return b.schema, nil
+		return b, nil
 	}
 	v, err, _ := h.flights.Do(name+"@"+c.Meta.Digest, func() (any, error) {
 		// Detached: others wait on this build.
@@ -184,7 +283,7 @@ func (h *Handler) schema(ctx context.Context, name string) (gql.Schema, error) {
 		return h.build(bctx, c)
 	})
 	if err != nil {
-		return gql.Schema{}, err
+		return nil, err
 	}
 	b = v.(*built)
 	h.mu.Lock()
@@ -193,7 +292,7 @@ func (h *Handler) schema(ctx context.Context, name string) (gql.Schema, error) {
 	}
 	h.schemas[name] = b
 	h.mu.Unlock()
-	return b.schema, nil
+	return b, nil
 }
 
 func (h *Handler) build(ctx context.Context, c *catalog.Catalog) (*built, error) {
@@ -210,7 +309,7 @@ func (h *Handler) build(ctx context.Context, c *catalog.Catalog) (*built, error)
 	if err != nil {
 		return nil, errors.Join(errSchema, err)
 	}
-	return &built{digest: c.Meta.Digest, schema: s}, nil
+	return &built{digest: c.Meta.Digest, schema: s, stats: newStats(c, sh, s)}, nil
 }
 
 // pageLoader reads pages of c through its index.

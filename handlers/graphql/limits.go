@@ -19,14 +19,20 @@ const (
 	MaxBodyBytes = 1 << 20
 )
 
-// checkComplexity parses the query and walks every operation's selections,
-// fragments expanded once per operation, counting as catalogd does so the
-// same documents are refused with the same messages.
-func checkComplexity(query string) error {
+// parse parses the query as catalogd does.
+func parse(query string) (*ast.Document, error) {
 	doc, err := parser.Parse(parser.ParseParams{Source: query})
 	if err != nil {
-		return fmt.Errorf("query parse error: %w", err)
+		return nil, fmt.Errorf("query parse error: %w", err)
 	}
+	return doc, nil
+}
+
+// checkComplexity walks every operation's selections, fragments expanded
+// once per operation, counting as catalogd does so the same documents are
+// refused with the same messages (checkDocument then counts every
+// expansion).
+func checkComplexity(doc *ast.Document) error {
 	w := walker{frags: map[string]*ast.FragmentDefinition{}}
 	for _, d := range doc.Definitions {
 		if f, ok := d.(*ast.FragmentDefinition); ok {

@@ -83,7 +83,7 @@ func listField(schema string, t *gql.Object, load loader) *gql.Field {
 			q := catalog.Query{Schema: schema}
 			q.Package, _ = p.Args["package"].(string)
 			q.Name, _ = p.Args["name"].(string)
-			objs, err := load(p.Context, q, offset, limit)
+			objs, err := load(live(p.Context), q, offset, limit)
 			if err != nil {
 				return nil, fmt.Errorf("error loading objects for schema %s: %w", schema, err)
 			}
@@ -143,7 +143,7 @@ func scalar(f *gqlshape.Field) gql.Output {
 func topResolver(name string, text bool) gql.FieldResolveFn {
 	return func(p gql.ResolveParams) (any, error) {
 		src, ok := p.Source.(map[string]json.RawMessage)
-		if !ok {
+		if !ok || live(p.Context).Err() != nil {
 			return nil, nil
 		}
 		raw, ok := src[name]
