@@ -24,8 +24,10 @@ const (
 	// keyBytes is what a response key costs beside its name: quotes,
 	// colon, comma.
 	keyBytes = 4
-	// envelope is {"data":...} and the like.
-	envelope = 64
+	// envelope is {"data":...} and an error the execution may add ("Must
+	// provide an operation."), and fieldError one a root field may add.
+	envelope   = 256
+	fieldError = 256
 )
 
 // stats are what the cost model knows of one catalog.
@@ -185,7 +187,7 @@ func (e *estimator) root(ss *ast.SelectionSet) int64 {
 				c = e.list(ls, f)
 			}
 		}
-		total = satAdd64(total, c+int64(len(responseKey(f))+keyBytes))
+		total = satAdd64(total, c+int64(len(responseKey(f))+keyBytes+fieldError))
 	})
 	return total
 }

@@ -67,6 +67,14 @@ func syncDir(t testing.TB, store storage.Store, name, dir string) pipeline.Resul
 // mounts them.
 func ours(t testing.TB, store storage.Store, opts ...content.Option) *httptest.Server {
 	t.Helper()
+	r, _ := router(store, opts...)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// router is what ours serves, and its GraphQL handler.
+func router(store storage.Store, opts ...content.Option) (http.Handler, *graphql.Handler) {
 	var ch *content.Handler
 	g := graphql.New(graphql.OpenerFunc(func(ctx context.Context, name string) (*catalog.Catalog, error) {
 		return ch.Catalog(ctx, name)
@@ -74,9 +82,7 @@ func ours(t testing.TB, store storage.Store, opts ...content.Option) *httptest.S
 	ch = content.New(store, append([]content.Option{content.WithGraphQL(g), content.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	r := chi.NewRouter()
 	ch.Mount(r)
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	return srv
+	return r, g
 }
 
 func newStore(t testing.TB) storage.Store {
