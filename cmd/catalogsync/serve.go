@@ -57,6 +57,8 @@ type serveCmd struct {
 	TLSCert         string        `name:"tls-cert-file" env:"CATALOGSYNC_TLS_CERT_FILE" help:"serve HTTPS with this PEM certificate, reloaded when the file changes (cert-manager, OpenShift service CA)"`
 	TLSKey          string        `name:"tls-key-file" env:"CATALOGSYNC_TLS_KEY_FILE" help:"PEM key of --tls-cert-file"`
 	TLSClientCA     string        `name:"tls-client-ca-file" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS for the REST API (/api/): client certificates signed by this CA are required there"`
+	GraphQLAnswer   string        `name:"graphql-max-answer" env:"CATALOGSYNC_GRAPHQL_MAX_ANSWER" default:"16Mi" check:"bytes" help:"a GraphQL query whose answer could be larger (worst case, from the index) is refused: bytes, or with K/M/Ki/Mi"`
+	GraphQLInflight string        `name:"graphql-answers-in-flight" env:"CATALOGSYNC_GRAPHQL_ANSWERS_IN_FLIGHT" default:"32Mi" check:"bytes" help:"worst-case answers of the GraphQL queries running at once; more wait, up to the query timeout, then get 503 (an answer takes about 4 times its size in memory)"`
 }
 
 // serveFlags is what serve's HTTP side reads of the settings.
@@ -240,7 +242,7 @@ func (c *serveCmd) buildHTTP(s *server) error {
 		s.r.Use(tlsreload.RequireClientCert("/api/"))
 	}
 	c.mountAPI(s)
-	mountContent(s)
+	mountContent(s, c.graphqlBudget())
 	// The catalog browser at /ui/, and / linking to it.
 	ui.New(s.store, s.set, ui.WithLogger(s.log)).Mount(s.r)
 	s.evr = s.r
@@ -263,8 +265,16 @@ func (c *serveCmd) mountAPI(s *server) {
 	).Mount(s.r)
 }
 
+// graphqlBudget is the GraphQL answer budget of the settings (checked
+// at load).
+func (c *serveCmd) graphqlBudget() graphql.Option {
+	perQuery, _ := parseBytes(c.GraphQLAnswer)
+	inflight, _ := parseBytes(c.GraphQLInflight)
+	return graphql.WithAnswerBudget(perQuery, inflight)
+}
+
 // mountContent mounts /catalogs/{name}/api/v1/{all,metas,graphql}.
-func mountContent(s *server) {
+func mountContent(s *server, budget graphql.Option) {
 	// Only catalogs of the set are looked up in the store: a flood of
 	// random names costs no store operation.
 	opts := []content.Option{content.WithLogger(s.log), content.WithAvailability(configured(s.set))}
@@ -275,7 +285,7 @@ func mountContent(s *server) {
 	// GraphQL reads catalogs through the content handler's cache.
 	opts = append(opts, content.WithGraphQL(graphql.New(graphql.OpenerFunc(func(ctx context.Context, name string) (*catalog.Catalog, error) {
 		return s.contentH.Catalog(ctx, name)
-	}), graphql.WithLogger(s.log))))
+	}), graphql.WithLogger(s.log), budget)))
 	s.contentH = content.New(s.store, opts...)
 	s.contentH.Mount(s.r)
 }

@@ -200,13 +200,13 @@ func TestGraphQLAttacks(t *testing.T) {
 	t.Run("concurrent-large-answers", func(t *testing.T) {
 		e.resetPeak()
 		heavy := bundleAliases(50, 100)
-		accepted := bundleAliases(1, 100)
 		var wg sync.WaitGroup
-		codes := make([]int, 8)
+		codes := make([]int, 16)
 		for i := range codes {
 			q := heavy
 			if i%2 == 1 {
-				q = accepted
+				// Accepted: one full page of bundles, somewhere in the catalog.
+				q = strings.Replace(bundleAliases(1, 100), "limit: 100", fmt.Sprintf("limit: 100, offset: %d", i*300), 1)
 			}
 			wg.Go(func() { codes[i], _ = s.query(t, q) })
 		}
