@@ -34,6 +34,7 @@ type serveCmd struct {
 	commonFlags     `embed:""`
 	configFlag      `embed:""`
 	mirrorSetFlags  `embed:""`
+	listenFlags     `embed:""`
 	Addr            string        `name:"addr" env:"CATALOGSYNC_ADDR,PORT" default:":8080" help:"listen address (PORT=n gives :n)"`
 	BaseURL         string        `name:"base-url" env:"CATALOGSYNC_BASE_URL" docdefault:"from the request" help:"external base URL of this service, for the serving URLs it reports"`
 	MaxSyncs        int           `name:"max-concurrent-syncs" env:"CATALOGSYNC_MAX_CONCURRENT_SYNCS" default:"4" check:"positive" help:"syncs running at once over all catalogs"`
@@ -56,14 +57,16 @@ type serveCmd struct {
 	GCUnconf        time.Duration `name:"gc-unconfigured-age" env:"CATALOGSYNC_GC_UNCONFIGURED_AGE" default:"${unconfigured}" check:"nonneg" help:"a stored catalog this replica does not list is deleted only once no replica touched it this long"`
 	TLSCert         string        `name:"tls-cert-file" env:"CATALOGSYNC_TLS_CERT_FILE" help:"serve HTTPS with this PEM certificate, reloaded when the file changes (cert-manager, OpenShift service CA)"`
 	TLSKey          string        `name:"tls-key-file" env:"CATALOGSYNC_TLS_KEY_FILE" help:"PEM key of --tls-cert-file"`
-	TLSClientCA     string        `name:"tls-client-ca-file" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS for the REST API (/api/): client certificates signed by this CA are required there"`
+	TLSClientCA     string        `name:"tls-client-ca-file" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS: a client certificate signed by this CA is required for everything but catalog content (/catalogs/), /healthz, /readyz and the webhook and event receivers (see --ui-open)"`
 	GraphQLAnswer   string        `name:"graphql-max-answer" env:"CATALOGSYNC_GRAPHQL_MAX_ANSWER" default:"16Mi" check:"bytes" help:"a GraphQL query whose answer could be larger (worst case, from the index) is refused: bytes, or with K/M/Ki/Mi"`
 	GraphQLInflight string        `name:"graphql-answers-in-flight" env:"CATALOGSYNC_GRAPHQL_ANSWERS_IN_FLIGHT" default:"32Mi" check:"bytes" help:"worst-case answers of the GraphQL queries running at once; more wait, up to the query timeout, then get 503 (an answer takes about 4 times its size in memory)"`
 }
 
 // serveFlags is what serve's HTTP side reads of the settings.
 type serveFlags struct {
+	listenFlags
 	writeStall time.Duration
+	readLimit  time.Duration
 	tls        tlsreload.Files
 }
 
@@ -232,14 +235,11 @@ func (c *serveCmd) buildClusterCatalogs(ctx context.Context, s *server) error {
 
 // buildHTTP makes the routers: the REST API, content, UI and triggers.
 func (c *serveCmd) buildHTTP(s *server) error {
-	sf := serveFlags{writeStall: c.WriteStall, tls: tlsreload.Files{Cert: c.TLSCert, Key: c.TLSKey, ClientCA: c.TLSClientCA}}
+	sf := c.serveFlags()
 	s.r = sf.router(s.m, s.log)
 	var err error
 	if s.tlsR, err = sf.tlsReloader(s.log); err != nil {
 		return usageError{err.Error()}
-	}
-	if c.TLSClientCA != "" {
-		s.r.Use(tlsreload.RequireClientCert("/api/"))
 	}
 	c.mountAPI(s)
 	mountContent(s, c.graphqlBudget())
@@ -293,8 +293,12 @@ func mountContent(s *server, budget graphql.Option) {
 // serve listens, starts the background work and serves until ctx ends,
 // then stops gracefully.
 func (c *serveCmd) serve(ctx context.Context, s *server) error {
+	sf := c.serveFlags()
+	if s.tlsR != nil {
+		go s.tlsR.Run(ctx)
+	}
 	if c.EventsAddr != "" {
-		stopEvents, err := serveEvents(c.EventsAddr, s.evr, c.ReadLimit, s.log)
+		stopEvents, err := sf.serveEvents(c.EventsAddr, s.evr, s.tlsR, s.log)
 		if err != nil {
 			return err
 		}
@@ -304,14 +308,14 @@ func (c *serveCmd) serve(ctx context.Context, s *server) error {
 	if err != nil {
 		return err
 	}
-	srv := newServer(s.r, c.ReadLimit)
+	srv, ln := sf.server(s.r, ln)
 	s.log.Info("serving", "addr", ln.Addr().String(), "store", s.dir, "catalogs", len(s.cfg.Catalogs))
 	pollDone, err := c.start(ctx, s)
 	if err != nil {
 		return err
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- serveListener(ctx, srv, ln, s.tlsR) }()
+	go func() { errc <- serveListener(srv, ln, s.tlsR) }()
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

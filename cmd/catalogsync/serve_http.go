@@ -15,42 +15,57 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/handlers/events/tokenreview"
+	"github.com/catalogsync/catalogsync/internal/connlimit"
 	"github.com/catalogsync/catalogsync/internal/stall"
+	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/status"
 )
 
+// serveFlags picks what serve's HTTP side reads of the settings.
+func (c *serveCmd) serveFlags() serveFlags {
+	return serveFlags{listenFlags: c.listenFlags, writeStall: c.WriteStall, readLimit: c.ReadLimit,
+		tls: tlsreload.Files{Cert: c.TLSCert, Key: c.TLSKey, ClientCA: c.TLSClientCA}}
+}
+
 // router returns a chi router with serve's middleware: metrics and the
 // request log (both read chi's route pattern after routing, so they sit
-// on the top router) and the write-stall cut-off.
+// on the top router), the write-stall cut-off and, with a client CA, the
+// client certificate check.
 func (f *serveFlags) router(m *metrics.Metrics, log *slog.Logger) chi.Router {
 	r := chi.NewRouter()
 	r.Use(metrics.Observe(m.ObserveHTTP, api.RequestLog(log)), stall.Responses(f.writeStall))
+	if f.tls.ClientCA != "" {
+		r.Use(tlsreload.RequireClientCert(f.openWithoutCert))
+	}
 	return r
 }
 
-// newServer returns the HTTP server for h. Bodies (webhooks, at most
-// 1 MiB) are read before they are authenticated: ReadTimeout keeps a client
-// that trickles one from holding a connection for ever. Responses may be
-// large and clients slow, so there is no WriteTimeout: stall.Responses
-// abandons only responses that make no progress.
-func newServer(h http.Handler, readLimit time.Duration) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readLimit, IdleTimeout: 2 * time.Minute}
+// server returns the HTTP server for h on ln, and ln capped at
+// --max-connections. Bodies (webhooks, at most 1 MiB) are read before they
+// are authenticated: ReadTimeout keeps a client that trickles one from
+// holding a connection for ever. Responses may be large and clients slow,
+// so there is no WriteTimeout: stall.Responses abandons only responses
+// that make no progress.
+func (f *serveFlags) server(h http.Handler, ln net.Listener) (*http.Server, net.Listener) {
+	capped := connlimit.New(ln, f.MaxConns)
+	return &http.Server{Handler: h, ReadHeaderTimeout: f.HeaderTimeout, ReadTimeout: f.readLimit,
+		IdleTimeout: f.IdleTimeout, ConnState: capped.ConnState}, capped
 }
 
-// serveEvents serves evr (the /events endpoint) on addr; the returned
-// function shuts it down.
-func serveEvents(addr string, evr http.Handler, readLimit time.Duration, log *slog.Logger) (func(), error) {
+// serveEvents serves evr (the /events endpoint) on addr, over TLS when r
+// is set; the returned function shuts it down.
+func (f *serveFlags) serveEvents(addr string, evr http.Handler, r *tlsreload.Reloader, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--events-addr: %w", err)
 	}
-	srv := newServer(evr, readLimit)
-	log.Info("serving events", "addr", ln.Addr().String())
+	srv, ln := f.server(evr, ln)
+	log.Info("serving events", "addr", ln.Addr().String(), "tls", r != nil)
 	go func() {
-		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		if err := serveListener(srv, ln, r); err != nil && err != http.ErrServerClosed {
 			log.Error("events listener", "err", err)
 		}
 	}()

@@ -72,6 +72,17 @@ func (f s3Flags) config() s3.Config {
 	return s3.Config{Bucket: f.Bucket, Endpoint: f.Endpoint, Region: f.Region, Prefix: f.Prefix, PathStyle: f.PathStyle, Concurrency: f.Concurrency, StallTimeout: f.StallTimeout}
 }
 
+// listenFlags say how serve's listeners (--addr, --events-addr each) hold
+// connections, and what clients without a certificate reach when
+// --tls-client-ca-file is set. The cap bounds descriptors, goroutines and
+// buffers (about 40 KiB an idle TLS connection) well inside a 256Mi pod.
+type listenFlags struct {
+	MaxConns      int           `name:"max-connections" env:"CATALOGSYNC_MAX_CONNECTIONS" default:"512" check:"positive" help:"connections each listener holds open at once; a new one beyond it closes the connection idle longest (between requests, or silent 2s after connecting), or waits in the listen backlog while every one has a request running"`
+	IdleTimeout   time.Duration `name:"idle-timeout" env:"CATALOGSYNC_IDLE_TIMEOUT" default:"75s" check:"positive" help:"a keep-alive connection with no new request this long is closed (above the 60s idle timeout of common load balancers, which then never reuse a connection being closed)"`
+	HeaderTimeout time.Duration `name:"read-header-timeout" env:"CATALOGSYNC_READ_HEADER_TIMEOUT" default:"10s" check:"positive" help:"longest time to read a request's headers, the TLS handshake included"`
+	UIOpen        bool          `name:"ui-open" env:"CATALOGSYNC_UI_OPEN" help:"with --tls-client-ca-file, serve the UI (/, /ui/) and the catalog list its live refresh reads (GET /api/v1/catalogs) to clients without a certificate"`
+}
+
 // configFlag names serve's catalogs file.
 type configFlag struct {
 	Config string `name:"config" env:"CATALOGSYNC_CONFIG" help:"catalogs file (YAML)"`

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
@@ -57,7 +56,8 @@ func New(f Files) (*Reloader, error) {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		ca = r.ca
-		// Content stays readable without a certificate; the API checks.
+		// Content stays readable without a certificate; RequireClientCert
+		// guards the rest.
 		r.base.ClientAuth = tls.VerifyClientCertIfGiven
 	}
 	r.ctrl = dynamiccertificates.NewDynamicServingCertificateController(r.base, ca, r.cert, nil, nil)
@@ -92,13 +92,12 @@ func (r *Reloader) Run(ctx context.Context) {
 	r.ctrl.Run(1, ctx.Done())
 }
 
-// RequireClientCert answers 401 to requests under prefix that came without
-// a verified client certificate (mutual TLS for the REST API); other paths
-// pass.
-func RequireClientCert(prefix string) func(http.Handler) http.Handler {
+// RequireClientCert answers 401 to requests that came without a verified
+// client certificate, unless open says they need none.
+func RequireClientCert(open func(*http.Request) bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if strings.HasPrefix(req.URL.Path, prefix) && (req.TLS == nil || len(req.TLS.VerifiedChains) == 0) {
+			if (req.TLS == nil || len(req.TLS.VerifiedChains) == 0) && !open(req) {
 				w.Header().Set("Content-Type", "application/problem+json")
 				w.WriteHeader(http.StatusUnauthorized)
 				fmt.Fprint(w, `{"type":"about:blank","title":"Unauthorized","status":401,"detail":"a client certificate signed by the configured client CA is required"}`+"\n")
