@@ -11,10 +11,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/internal/tlsreload/tlstest"
@@ -259,5 +262,44 @@ func TestServeEventsTLS(t *testing.T) {
 		if resp.StatusCode != 400 {
 			t.Errorf("plain HTTP on the TLS events listener: %d, want 400", resp.StatusCode)
 		}
+	}
+}
+
+// With --ui-open, the catalogs page's live refresh works in a browser that
+// has no client certificate: the list it reads is open too.
+func TestServeUILiveRefreshOpen(t *testing.T) {
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not found: `test/tools.sh chromium` installs Debian's chromium package")
+	}
+	s := startMTLSServe(t, "", nil, "CATALOGSYNC_UI_OPEN=true")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("ignore-certificate-errors", true)) // the test CA is not the system's
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	// A bound on a hung browser, not a measurement.
+	ctx, cancel := context.WithTimeout(actx, 3*time.Minute)
+	defer cancel()
+	ctx, cancelC := chromedp.NewContext(ctx)
+	defer cancelC()
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.cs.URL+"/ui/"), chromedp.WaitReady(chromedp.CSS("#catalogs"))); err != nil {
+		t.Fatalf("loading /ui/: %v", err)
+	}
+	// The page sets data-updated after each refresh: a time, or "error".
+	var updated string
+	for i := 0; updated == ""; i++ {
+		if i > 300 {
+			t.Fatal("the live refresh never ran")
+		}
+		if updated, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("catalogs").dataset.updated || ""`)); err != nil {
+			t.Fatal(err)
+		}
+		if updated == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if updated == "error" {
+		t.Errorf("the live refresh failed in a browser without a client certificate, UI open\n%s", s.cs.Log())
 	}
 }
