@@ -21,6 +21,7 @@ import (
 // about the cap's worth of descriptors, and a well-behaved reader opening
 // new connections is still answered every time (idle ones make room).
 func TestServeIdleConnectionsCapped(t *testing.T) {
+	servers.CatalogsyncBinary(t) // skips under -short, before any setup
 	const maxConns, idle, reads = 64, 300, 20
 	cfg := writeServeConfig(t, fmt.Sprintf("storage:\n  dir: %s\ncatalogs:\n- name: sample\n  image: %s\n", t.TempDir(), sample(t)))
 	// By its variable: the cap is a setting like any other.

@@ -108,6 +108,7 @@ type mtlsServe struct {
 // CA, extra args and env, and waits until the sample catalog is served.
 func startMTLSServe(t *testing.T, cfgExtra string, args []string, env ...string) *mtlsServe {
 	t.Helper()
+	servers.CatalogsyncBinary(t) // skips under -short, before any setup
 	dir := t.TempDir()
 	authority, clients := tlstest.NewCA(t, "serving-ca"), tlstest.NewCA(t, "client-ca")
 	crt, key, clientCA := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt")
@@ -231,6 +232,7 @@ func TestServeClientCertUIOpen(t *testing.T) {
 // TLS is configured; it needs no client certificate (the events token
 // authenticates).
 func TestServeEventsTLS(t *testing.T) {
+	servers.CatalogsyncBinary(t) // skips under -short, before any setup
 	eventsAddr := freeport.Addr(t)
 	s := startMTLSServe(t, "events: {token: s3cret}\n", []string{"--events-addr", eventsAddr})
 	url := "https://" + eventsAddr + "/events"
@@ -268,6 +270,7 @@ func TestServeEventsTLS(t *testing.T) {
 // With --ui-open, the catalogs page's live refresh works in a browser that
 // has no client certificate: the list it reads is open too.
 func TestServeUILiveRefreshOpen(t *testing.T) {
+	servers.CatalogsyncBinary(t) // skips under -short, before any setup
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium not found: `test/tools.sh chromium` installs Debian's chromium package")
