@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,40 +22,71 @@ import (
 // gar reads Google Artifact Registry notifications delivered by a Pub/Sub
 // push subscription on the gcr topic. Pub/Sub signs each push with an
 // OIDC token of the subscription's service account (Authorization:
-// Bearer); the token's issuer, audience and signature are checked
-// against a configured JWKS (a file, re-read when it changes, or an
-// https URL, cached and re-fetched for unknown key ids).
+// Bearer); the token's issuer, audience, expiry and then signature are
+// checked against a configured JWKS (a file, re-read when it changes, or
+// an https URL, cached and fetched again for unknown key ids at most once
+// per DefaultJWKSRefreshInterval), and its email against the service
+// account.
 type gar struct {
 	verifier *oidc.IDTokenVerifier
+	issuer   string
+	audience string
 	email    string
 	host     string
+	now      func() time.Time
 	err      error
 }
 
 // DefaultGARIssuer is the issuer of Pub/Sub push tokens.
 const DefaultGARIssuer = "https://accounts.google.com"
 
+// clocked is a Sender whose checks read the time.
+type clocked interface{ setClock(now func() time.Time) }
+
 func newGAR(c ReceiverConfig) *gar {
-	g := &gar{email: c.ServiceAccount, host: c.Host}
-	g.verifier, g.err = garVerifier(c)
+	g := &gar{email: c.ServiceAccount, host: c.Host, audience: c.Audience, issuer: c.Issuer, now: time.Now}
+	if g.issuer == "" {
+		g.issuer = DefaultGARIssuer
+	}
+	g.verifier, g.err = g.newVerifier(c)
 	return g
 }
 
+func (g *gar) setClock(now func() time.Time) { g.now = now }
+
 // garVerifier builds the token verifier of a gar receiver's configuration.
 func garVerifier(c ReceiverConfig) (*oidc.IDTokenVerifier, error) {
+	return (&gar{now: time.Now}).newVerifier(c)
+}
+
+// newVerifier builds the token verifier of a gar receiver's configuration,
+// which reads the time from g.now.
+func (g *gar) newVerifier(c ReceiverConfig) (*oidc.IDTokenVerifier, error) {
 	if c.Audience == "" {
 		return nil, fmt.Errorf("%w: %s: gar receivers need audience (the push subscription's OIDC audience)", ErrConfig, c.Name)
+	}
+	if c.ServiceAccount == "" && !c.AnyServiceAccount {
+		return nil, fmt.Errorf("%w: %s: gar receivers need serviceAccount (the push subscription's service account email); "+
+			"without it any token the issuer signed for the audience is accepted: set anyServiceAccount: true to allow that", ErrConfig, c.Name)
+	}
+	algs := make([]string, len(garAlgs))
+	for i, a := range garAlgs {
+		algs[i] = string(a)
 	}
 	var ks oidc.KeySet
 	switch {
 	case c.JWKS == "":
 		return nil, fmt.Errorf("%w: %s: gar receivers need jwks (a JWKS file or https URL)", ErrConfig, c.Name)
+	case strings.HasPrefix(c.JWKS, "http://") && !c.JWKSAllowPlainHTTP:
+		return nil, fmt.Errorf("%w: %s: jwks %s is plain HTTP, whose keys anyone on the path can replace: "+
+			"use https, or set jwksAllowPlainHTTP: true", ErrConfig, c.Name, c.JWKS)
 	case strings.HasPrefix(c.JWKS, "https://") || strings.HasPrefix(c.JWKS, "http://"):
 		if _, err := url.Parse(c.JWKS); err != nil {
 			return nil, fmt.Errorf("%w: %s: jwks: %v", ErrConfig, c.Name, err)
 		}
-		hc := &http.Client{Timeout: 10 * time.Second}
-		ks = oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), hc), c.JWKS)
+		ks = &remoteKeySet{url: c.JWKS, client: &http.Client{Timeout: 10 * time.Second},
+			algs: garAlgs, interval: DefaultJWKSRefreshInterval,
+			now: func() time.Time { return g.now() }}
 	default:
 		fks := &fileKeySet{path: c.JWKS}
 		if _, err := fks.keys(); err != nil {
@@ -65,7 +98,8 @@ func garVerifier(c ReceiverConfig) (*oidc.IDTokenVerifier, error) {
 	if iss == "" {
 		iss = DefaultGARIssuer
 	}
-	return oidc.NewVerifier(iss, ks, &oidc.Config{ClientID: c.Audience, SupportedSigningAlgs: []string{oidc.RS256, oidc.ES256}}), nil
+	cfg := &oidc.Config{ClientID: c.Audience, SupportedSigningAlgs: algs, Now: func() time.Time { return g.now() }}
+	return oidc.NewVerifier(iss, ks, cfg), nil
 }
 
 func (g *gar) Type() string { return TypeGAR }
@@ -83,12 +117,16 @@ func (g *gar) Authenticate(r *http.Request, _ []byte, _ string) error {
 	if len(v) < 8 || !strings.EqualFold(v[:7], "bearer ") {
 		return fmt.Errorf("%w: Authorization is not a bearer token", ErrForbidden)
 	}
-	tok, err := g.verifier.Verify(r.Context(), strings.TrimSpace(v[7:]))
+	raw := strings.TrimSpace(v[7:])
+	if err := g.precheck(raw); err != nil {
+		return fmt.Errorf("%w: push token: %v", ErrForbidden, err)
+	}
+	tok, err := g.verifier.Verify(r.Context(), raw)
 	if err != nil {
 		// The reason (expired, audience, issuer, signature) says nothing secret.
 		return fmt.Errorf("%w: push token: %v", ErrForbidden, err)
 	}
-	if g.email != "" {
+	if g.email != "" { // else waived by anyServiceAccount
 		var cl struct {
 			Email         string `json:"email"`
 			EmailVerified bool   `json:"email_verified"`
@@ -96,6 +134,45 @@ func (g *gar) Authenticate(r *http.Request, _ []byte, _ string) error {
 		if err := tok.Claims(&cl); err != nil || !cl.EmailVerified || !equalSecret(cl.Email, g.email) {
 			return fmt.Errorf("%w: push token is not the configured service account's", ErrForbidden)
 		}
+	}
+	return nil
+}
+
+// garAlgs are the signature algorithms of push tokens.
+var garAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.ES256}
+
+// precheck refuses, before any key is looked up (which may fetch the key
+// set), a token whose form, algorithm, issuer, audience or expiry cannot
+// pass. The verifier checks them all again, after the signature.
+func (g *gar) precheck(raw string) error {
+	jws, err := jose.ParseSigned(raw, garAlgs)
+	if err != nil {
+		return fmt.Errorf("malformed token: %w", err)
+	}
+	var cl struct {
+		Issuer   string          `json:"iss"`
+		Audience json.RawMessage `json:"aud"`
+		Expiry   *float64        `json:"exp"`
+	}
+	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &cl); err != nil {
+		return fmt.Errorf("malformed token claims: %w", err)
+	}
+	// Google writes its issuer with or without the scheme.
+	if cl.Issuer != g.issuer && (g.issuer != DefaultGARIssuer || cl.Issuer != "accounts.google.com") {
+		return fmt.Errorf("issued by %.64q, want %q", cl.Issuer, g.issuer)
+	}
+	var auds []string
+	if json.Unmarshal(cl.Audience, &auds) != nil {
+		var one string
+		if json.Unmarshal(cl.Audience, &one) == nil {
+			auds = []string{one}
+		}
+	}
+	if !slices.Contains(auds, g.audience) {
+		return fmt.Errorf("not for audience %q", g.audience)
+	}
+	if cl.Expiry == nil || time.Unix(int64(*cl.Expiry), 0).Before(g.now()) {
+		return errors.New("expired or without expiry")
 	}
 	return nil
 }

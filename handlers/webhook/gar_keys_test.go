@@ -96,20 +96,38 @@ func TestFileKeySetKeepsOnlyPublicSigningKeys(t *testing.T) {
 	}
 }
 
-// TestGARVerifierConfig: a key set is required; an http(s) URL is a
-// remote key set (not fetched when the receiver is made), anything else a
-// file that must hold keys now.
+// TestGARVerifierConfig: a key set is required; an https URL is a remote
+// key set (not fetched when the receiver is made), an http URL only when
+// allowed by name, anything else a file that must hold keys now; the
+// service account is required unless waived by name.
 func TestGARVerifierConfig(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "jwks.json")
 	writeJWKS(t, file, &garKey(t).PublicKey)
-	for _, jwks := range []string{"http://127.0.0.1:1/jwks", "https://127.0.0.1:1/jwks", file} {
-		if _, err := garVerifier(ReceiverConfig{Name: "g", Audience: garAudience, JWKS: jwks}); err != nil {
-			t.Errorf("jwks %q: %v", jwks, err)
+	sa := garServiceAccount
+	for _, c := range []ReceiverConfig{
+		{JWKS: "https://127.0.0.1:1/jwks", ServiceAccount: sa},
+		{JWKS: "http://127.0.0.1:1/jwks", ServiceAccount: sa, JWKSAllowPlainHTTP: true},
+		{JWKS: file, ServiceAccount: sa},
+		{JWKS: file, AnyServiceAccount: true},
+	} {
+		c.Name, c.Audience = "g", garAudience
+		if _, err := garVerifier(c); err != nil {
+			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	for _, jwks := range []string{"", filepath.Join(t.TempDir(), "missing.json"), "https://[::1"} {
-		if _, err := garVerifier(ReceiverConfig{Name: "g", Audience: garAudience, JWKS: jwks}); !errors.Is(err, ErrConfig) {
-			t.Errorf("jwks %q: %v, want a configuration error", jwks, err)
+	for _, c := range []struct {
+		cfg  ReceiverConfig
+		want string
+	}{
+		{ReceiverConfig{ServiceAccount: sa}, "need jwks"},
+		{ReceiverConfig{JWKS: filepath.Join(t.TempDir(), "missing.json"), ServiceAccount: sa}, "missing.json"},
+		{ReceiverConfig{JWKS: "https://[::1", ServiceAccount: sa}, "jwks: "},
+		{ReceiverConfig{JWKS: "http://127.0.0.1:1/jwks", ServiceAccount: sa}, "is plain HTTP, whose keys anyone on the path can replace: use https, or set jwksAllowPlainHTTP: true"},
+		{ReceiverConfig{JWKS: file}, "need serviceAccount (the push subscription's service account email); without it any token the issuer signed for the audience is accepted: set anyServiceAccount: true"},
+	} {
+		c.cfg.Name, c.cfg.Audience = "g", garAudience
+		if _, err := garVerifier(c.cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want a configuration error saying %q", c.cfg, err, c.want)
 		}
 	}
 }
@@ -155,7 +173,7 @@ func TestGARPushNames(t *testing.T) {
 func TestGARShortBearerReachesVerifier(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "jwks.json")
 	writeJWKS(t, file, &garKey(t).PublicKey)
-	v, err := garVerifier(ReceiverConfig{Name: "g", Audience: garAudience, JWKS: file})
+	v, err := garVerifier(ReceiverConfig{Name: "g", Audience: garAudience, JWKS: file, AnyServiceAccount: true})
 	if err != nil {
 		t.Fatal(err)
 	}

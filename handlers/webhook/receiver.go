@@ -50,12 +50,18 @@ type ReceiverConfig struct {
 	Host string `json:"host,omitempty"`
 	// Audience, Issuer and JWKS verify the signed tokens of gar receivers:
 	// the expected audience, the issuer (default DefaultGARIssuer) and the
-	// key set, a JWKS file or https URL. ServiceAccount, when set, must be
-	// the token's verified email.
+	// key set, a JWKS file or https URL. ServiceAccount must be the
+	// token's verified email.
 	Audience       string `json:"audience,omitempty"`
 	Issuer         string `json:"issuer,omitempty"`
 	JWKS           string `json:"jwks,omitempty"`
 	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// JWKSAllowPlainHTTP accepts an http:// JWKS URL, whose keys anyone on
+	// the path can replace (a test issuer, a sidecar on localhost).
+	JWKSAllowPlainHTTP bool `json:"jwksAllowPlainHTTP,omitempty"`
+	// AnyServiceAccount waives ServiceAccount: any token the issuer
+	// signed for the audience is accepted.
+	AnyServiceAccount bool `json:"anyServiceAccount,omitempty"`
 	// Insecure accepts a receiver without a secret: anyone who can reach
 	// the path can trigger syncs.
 	Insecure bool `json:"insecure,omitempty"`
@@ -103,6 +109,7 @@ type Receiver struct {
 
 type options struct {
 	log      *slog.Logger
+	now      func() time.Time
 	outcome  func(source, outcome string)
 	dedupMax int
 	dedupTTL time.Duration
@@ -119,6 +126,10 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 func WithDedupe(max int, ttl time.Duration) Option {
 	return func(o *options) { o.dedupMax, o.dedupTTL = max, ttl }
 }
+
+// WithClock sets the clock of token expiry and of the key set's refresh
+// interval (time.Now otherwise).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // Outcomes a Receiver reports for each notification through WithOutcome.
 const (
@@ -150,7 +161,7 @@ func SecretPath(secret, name string) string {
 // NewReceiver checks cfg and returns a Receiver that triggers trig for the
 // catalogs lister returns.
 func NewReceiver(cfg Config, lister CatalogLister, trig Triggerer, opts ...Option) (*Receiver, error) {
-	o := options{log: slog.New(slog.DiscardHandler), dedupMax: 4096, dedupTTL: time.Hour}
+	o := options{log: slog.New(slog.DiscardHandler), now: time.Now, dedupMax: 4096, dedupTTL: time.Hour}
 	for _, fn := range opts {
 		fn(&o)
 	}
@@ -177,7 +188,7 @@ func NewReceiver(cfg Config, lister CatalogLister, trig Triggerer, opts ...Optio
 	}
 	names := map[string]bool{}
 	for i, c := range cfg.Receivers {
-		ep, err := newEndpoint(c)
+		ep, err := newEndpoint(c, o.now)
 		if err != nil {
 			return nil, fmt.Errorf("receivers[%d]: %w", i, err)
 		}
@@ -197,7 +208,7 @@ func NewReceiver(cfg Config, lister CatalogLister, trig Triggerer, opts ...Optio
 	return rc, nil
 }
 
-func newEndpoint(c ReceiverConfig) (*endpoint, error) {
+func newEndpoint(c ReceiverConfig, now func() time.Time) (*endpoint, error) {
 	if !nameRE().MatchString(c.Name) {
 		return nil, fmt.Errorf("%w: name %q must be a DNS label (lower case letters, digits, '-')", ErrConfig, c.Name)
 	}
@@ -210,6 +221,9 @@ func newEndpoint(c ReceiverConfig) (*endpoint, error) {
 	src, err := NewSender(c)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	if cs, ok := src.(clocked); ok {
+		cs.setClock(now)
 	}
 	_, keyAuth := src.(keyAuthenticated)
 	if c.Secret == "" && !c.Insecure && !keyAuth {

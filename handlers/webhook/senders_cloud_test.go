@@ -43,6 +43,12 @@ func garKey(t testing.TB) *rsa.PrivateKey {
 // garToken signs a push token as Pub/Sub does; edit changes the claims.
 func garToken(t testing.TB, key *rsa.PrivateKey, edit func(map[string]any)) string {
 	t.Helper()
+	return garTokenOfKey(t, key, "catalogsync-test-1", edit)
+}
+
+// garTokenOfKey signs a push token naming key id kid.
+func garTokenOfKey(t testing.TB, key *rsa.PrivateKey, kid string, edit func(map[string]any)) string {
+	t.Helper()
 	now := time.Now()
 	claims := map[string]any{
 		"iss": DefaultGARIssuer, "aud": garAudience, "azp": "110234567890123456789",
@@ -53,7 +59,7 @@ func garToken(t testing.TB, key *rsa.PrivateKey, edit func(map[string]any)) stri
 		edit(claims)
 	}
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "catalogsync-test-1"))
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +144,7 @@ func TestGARConfig(t *testing.T) {
 		{Name: "g", Type: TypeGAR, Audience: garAudience, JWKS: "/nonexistent"}, // unreadable
 		{Name: "g", Type: TypeGAR, Audience: garAudience, JWKS: fixtureDir + "/gar-push.json"},
 	} {
+		c.ServiceAccount = garServiceAccount
 		if _, err := NewReceiver(Config{Receivers: []ReceiverConfig{c}}, testCatalogs, &recorder{}); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
@@ -167,8 +174,8 @@ func TestGARRemoteJWKS(t *testing.T) {
 		name string
 		cfg  ReceiverConfig
 	}{
-		{"url", ReceiverConfig{Name: "gar", Type: TypeGAR, Audience: garAudience, JWKS: srv.URL}},
-		{"file", ReceiverConfig{Name: "gar", Type: TypeGAR, Audience: garAudience, JWKS: file}},
+		{"url", ReceiverConfig{Name: "gar", Type: TypeGAR, Audience: garAudience, JWKS: srv.URL, JWKSAllowPlainHTTP: true, ServiceAccount: garServiceAccount}},
+		{"file", ReceiverConfig{Name: "gar", Type: TypeGAR, Audience: garAudience, JWKS: file, AnyServiceAccount: true}},
 	} {
 		rec := &recorder{}
 		rc, err := NewReceiver(Config{Receivers: []ReceiverConfig{c.cfg}}, testCatalogs, rec)
