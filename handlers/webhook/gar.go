@@ -145,7 +145,7 @@ var garAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.ES256}
 // set), a token whose form, algorithm, issuer, audience or expiry cannot
 // pass. The verifier checks them all again, after the signature.
 func (g *gar) precheck(raw string) error {
-	jws, err := jose.ParseSigned(raw, garAlgs)
+	jws, err := jose.ParseSignedCompact(raw, garAlgs)
 	if err != nil {
 		return fmt.Errorf("malformed token: %w", err)
 	}

@@ -46,7 +46,7 @@ type remoteKeySet struct {
 }
 
 func (r *remoteKeySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
-	jws, err := jose.ParseSigned(jwt, r.algs)
+	jws, err := jose.ParseSignedCompact(jwt, r.algs)
 	if err != nil {
 		return nil, fmt.Errorf("malformed token: %w", err)
 	}
