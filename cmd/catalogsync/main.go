@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
@@ -134,7 +135,7 @@ func (c *commonFlags) hosts(extra []source.Host) []source.Host {
 func (c logFlags) logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.LogLevel)) // the loglevel check accepted it already
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+	return slog.New(truncate.Handler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})))
 }
 
 func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...pipeline.Option) (*pipeline.Pipeline, *source.Client, error) {
@@ -215,7 +216,7 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	// would say the same again, so it only speaks up for warnings.
 	plLog := log
 	if log.Enabled(ctx, slog.LevelInfo) && !log.Enabled(ctx, slog.LevelDebug) {
-		plLog = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		plLog = slog.New(truncate.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}
 	pl, src, err := c.pipeline(plLog, store, nil)
 	if err != nil {

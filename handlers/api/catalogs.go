@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/engine"
@@ -151,7 +152,7 @@ func (h *Handler) catalogView(ctx context.Context, c pipeline.Catalog, base stri
 	default:
 		return v, err
 	}
-	v.StoreError = strings.Join(problems, "; ")
+	v.StoreError = truncate.Text(strings.Join(problems, "; "), truncate.REST)
 	return v, nil
 }
 

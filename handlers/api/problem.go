@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogsync/catalogsync/internal/truncate"
 )
 
 const (
@@ -32,6 +34,8 @@ func writeProblem(w http.ResponseWriter, status int, detail string) {
 	for _, k := range []string{"Content-Length", "Content-Encoding", "ETag", "Last-Modified", "Location"} {
 		w.Header().Del(k)
 	}
+	// Details may quote the request or a store's error.
+	detail = truncate.Text(detail, truncate.REST)
 	writeJSON(w, status, problemType, Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail})
 }
 

@@ -136,12 +136,14 @@ func operationView(op *engine.Operation) *Operation {
 		return nil
 	}
 	v := &Operation{
-		ID: op.ID, Catalog: op.Catalog, State: string(op.State), Reasons: op.Reasons, MoreReasons: op.MoreReasons,
+		ID: op.ID, Catalog: op.Catalog, State: string(op.State), MoreReasons: op.MoreReasons,
 		Created: utc(op.Created), Started: utc(op.Started), Finished: utc(op.Finished),
 		Progress: progressView(op.Progress), Result: resultView(op.Result), Error: errorView(op.Error),
 	}
-	if v.Reasons == nil {
-		v.Reasons = []string{}
+	// Reasons quote webhook and CloudEvent fields.
+	v.Reasons = make([]string, len(op.Reasons))
+	for i, r := range op.Reasons {
+		v.Reasons[i] = truncate.Text(r, truncate.REST)
 	}
 	if !op.Started.IsZero() {
 		v.QueuedSeconds = seconds(op.Started.Sub(op.Created))
@@ -179,9 +181,6 @@ func resultView(r *pipeline.Result) *SyncResult {
 	return v
 }
 
-// maxErrorMessage bounds an error message in an answer.
-const maxErrorMessage = 2048
-
 func errorView(e *pipeline.Error) *SyncError {
 	if e == nil {
 		return nil
@@ -191,8 +190,9 @@ func errorView(e *pipeline.Error) *SyncError {
 		// The reason, phase and kind have fields of their own.
 		v.Message = e.Err.Error()
 	}
-	// Registry and store errors may quote what the server answered.
-	v.Message = truncate.UTF8(v.Message, maxErrorMessage)
+	// Registry and store errors may quote what the server answered,
+	// validation errors the names and paths of the image.
+	v.Message = truncate.Text(v.Message, truncate.REST)
 	if e.RetryAfter > 0 {
 		v.RetryAfterSeconds = seconds(e.RetryAfter)
 	}
@@ -207,7 +207,7 @@ func publishedView(p catalog.Pointer) *Published {
 }
 
 func pollView(p catalog.Poll) *Poll {
-	return &Poll{Time: utc(p.Time), Ref: p.Ref, Digest: p.Digest, Error: p.Error}
+	return &Poll{Time: utc(p.Time), Ref: p.Ref, Digest: p.Digest, Error: truncate.Text(p.Error, truncate.REST)}
 }
 
 // phaseOf says what the engine is doing with a catalog: the running

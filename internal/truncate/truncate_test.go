@@ -25,3 +25,34 @@ func TestUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestText: outside text comes out valid UTF-8 within the limit, without
+// control characters or bidirectional overrides, marked when it was cut.
+func TestText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain\tline\nnext", "plain\tline\nnext"},
+		{"esc\x1b[31mred", "esc\uFFFD[31mred"},
+		{"bad\xff\xfebytes", "bad\uFFFD\uFFFDbytes"},
+		{"nul\x00del\x7fc1\u0085", "nul\uFFFDdel\uFFFDc1\uFFFD"},
+		{"rtl\u202etxt.exe\u2066", "rtl\uFFFDtxt.exe\uFFFD"},
+		{"é€😀", "é€😀"},
+	} {
+		if got := Text(c.in, Log); got != c.want {
+			t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	// Replacements that grow the text past the limit are cut too.
+	hostile := strings.Repeat("\x1b\xff", 5000)
+	for _, l := range []Limit{Log, Status, REST, UI, 10} {
+		got := Text(hostile, l)
+		if len(got) > int(l) || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || strings.ContainsAny(got, "\x1b") {
+			t.Errorf("Text(hostile, %d) = %d bytes %q…", l, len(got), got[:min(len(got), 20)])
+		}
+	}
+	if got := Err(nil, REST); got != "" {
+		t.Errorf("Err(nil) = %q", got)
+	}
+	if got := UTF8("abcdef", 1); len(got) > 3 {
+		t.Errorf("UTF8 to less than its mark: %q", got)
+	}
+}

@@ -3,7 +3,10 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/catalogsync/catalogsync/internal/truncate"
 )
 
 // Reason says in one word why a sync failed; status writers and metrics
@@ -49,6 +52,12 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() []error { return []error{ErrSync, e.Err} }
+
+// LogValue bounds the error in logs: its text quotes the image (names,
+// paths, a registry's answer), which a hostile catalog makes megabytes.
+func (e *Error) LogValue() slog.Value {
+	return slog.StringValue(truncate.Text(e.Error(), truncate.Log))
+}
 
 // AsError returns err's *Error, if it is one.
 func AsError(err error) (*Error, bool) {

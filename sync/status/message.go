@@ -21,9 +21,8 @@ const (
 	msgNotPublished    = "No content has been published for this catalog yet"
 )
 
-// maxMessage caps a condition message (the CRD allows 32768 bytes): a
-// status is read by people, and an error chain longer than this is noise.
-const maxMessage = 2048
+// maxMessage is the most bytes of a condition message: see truncate.Status.
+const maxMessage = int(truncate.Status)
 
 // progressMessage says what a running sync is doing, e.g.
 // "Pulling sha256:ab12cd34ef56… layer 2/3: 45.1/120.0 MB".
@@ -69,13 +68,17 @@ func failureMessage(e *pipeline.Error) string {
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(Sanitize(e.Err.Error()))
+		// Cut before Sanitize, whose patterns would otherwise scan
+		// megabytes; a margin keeps the cut where it falls when Sanitize
+		// shortens the text.
+		b.WriteString(Sanitize(truncate.Text(e.Err.Error(), 4*truncate.Status)))
 	}
-	return truncate.UTF8(b.String(), maxMessage)
+	return truncate.Text(b.String(), truncate.Status)
 }
 
-// maxMirror caps the mirror's location in the Serving message.
-const maxMirror = 256
+// maxMirror caps a name within a message (a mirror's location, what
+// verified a signature, a replica holding a lease).
+const maxMirror truncate.Limit = 256
 
 // servingMessage says what is served, through which mirror it was pulled
 // when one served it, and what verified its signature when the policy
@@ -83,12 +86,12 @@ const maxMirror = 256
 func servingMessage(p catalog.Pointer) string {
 	msg := fmt.Sprintf("Serving %s from %s", p.Digest, p.Ref)
 	if p.Mirror != "" {
-		msg += " via mirror " + truncate.UTF8(Sanitize(p.Mirror), maxMirror)
+		msg += " via mirror " + truncate.Text(Sanitize(p.Mirror), maxMirror)
 	}
 	if p.VerifiedBy != "" {
-		msg += ", signature verified by " + truncate.UTF8(Sanitize(p.VerifiedBy), maxMirror)
+		msg += ", signature verified by " + truncate.Text(Sanitize(p.VerifiedBy), maxMirror)
 	}
-	return truncate.UTF8(msg, maxMessage)
+	return truncate.Text(msg, truncate.Status)
 }
 
 // shortDigest keeps 12 hex digits: enough to tell digests apart in a
@@ -198,11 +201,11 @@ func waitMessage(w pipeline.Wait) string {
 	switch w.Reason {
 	case pipeline.WaitLease:
 		return fmt.Sprintf("Waiting for replica %s, which holds the sync lease (not renewed since %s; it lapses at %s)",
-			w.Holder, w.Renewed.UTC().Format("15:04:05Z"), w.Until.UTC().Format("15:04:05Z"))
+			truncate.Text(w.Holder, maxMirror), w.Renewed.UTC().Format("15:04:05Z"), w.Until.UTC().Format("15:04:05Z"))
 	case pipeline.WaitSlot:
-		return "Waiting for a free sync slot (" + w.Detail + ")"
+		return "Waiting for a free sync slot (" + truncate.Text(w.Detail, maxMirror) + ")"
 	case pipeline.WaitRate:
-		return "Waiting for the start-rate limit of registry " + w.Detail
+		return "Waiting for the start-rate limit of registry " + truncate.Text(w.Detail, maxMirror)
 	}
 	return "Waiting (" + string(w.Reason) + ")"
 }
