@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 )
@@ -43,7 +45,14 @@ func (h *Handler) serveBundle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pkg, _ := param(r, "pkg")
-	name, _ := param(r, "bundle")
+	name, ok := param(r, "bundle")
+	if chi.URLParam(r, "bundle") == "" {
+		name, ok = r.URL.Query().Get("name"), true
+	}
+	if !ok || name == "" {
+		h.errorPage(w, http.StatusNotFound, "no such bundle")
+		return
+	}
 	b, err := read(r.Context(), c, catalog.Query{Schema: "olm.bundle", Package: pkg, Name: name})
 	if err == nil && len(b) == 0 {
 		err = fmt.Errorf("bundle: %w", storage.ErrNotExist)

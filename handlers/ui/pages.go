@@ -41,7 +41,16 @@ func catalogURL(c string) string { return Prefix + "/catalogs/" + url.PathEscape
 func packageURL(c, p string) string {
 	return catalogURL(c) + "packages/" + url.PathEscape(p) + "/"
 }
-func bundleURL(c, p, b string) string { return packageURL(c, p) + "bundles/" + url.PathEscape(b) }
+
+// bundleURL is a bundle's page. "." and ".." are dot segments that a
+// browser resolves away however they are escaped: those names go in the
+// query.
+func bundleURL(c, p, b string) string {
+	if b == "." || b == ".." {
+		return packageURL(c, p) + "bundles/?" + url.Values{"name": {b}}.Encode()
+	}
+	return packageURL(c, p) + "bundles/" + url.PathEscape(b)
+}
 
 // catalogItem is one row of the catalogs page.
 type catalogItem struct {

@@ -149,6 +149,7 @@ func (h *Handler) routes() chi.Router {
 	r.Get("/catalogs/{name}/packages/{pkg}/graph.mmd", h.serveMermaid)
 	r.Get("/catalogs/{name}/packages/{pkg}/icon", h.serveIcon)
 	r.Get("/catalogs/{name}/packages/{pkg}/bundles/{bundle}", h.serveBundle)
+	r.Get("/catalogs/{name}/packages/{pkg}/bundles/", h.serveBundle) // ?name= (see bundleURL)
 	return r
 }
 
@@ -177,10 +178,16 @@ func (h *Handler) serveRoot(w http.ResponseWriter, r *http.Request) {
 	})).ServeHTTP(w, r)
 }
 
-// param is a decoded path segment: chi gives the raw one when the path
-// has escapes.
+// param is a decoded path segment. chi routes on the escaped path when
+// the request has one (RawPath: the path has escapes its decoded form
+// does not imply), and on the decoded path otherwise: only the first
+// needs decoding, or a name holding "%41" would be decoded twice.
 func param(r *http.Request, key string) (string, bool) {
-	v, err := url.PathUnescape(chi.URLParam(r, key))
+	v := chi.URLParam(r, key)
+	if r.URL.RawPath == "" {
+		return v, true
+	}
+	v, err := url.PathUnescape(v)
 	return v, err == nil
 }
 
