@@ -126,6 +126,23 @@ func (b *browser) open(url string) {
 	b.noErrors(url)
 }
 
+// load opens url as open does, reporting its console errors as test
+// errors and returning how many there were: a page that fails to set
+// data-ready is the caller's to judge.
+func (b *browser) load(url string) int {
+	b.t.Helper()
+	b.mu.Lock()
+	b.errs = nil
+	b.mu.Unlock()
+	// Navigate returns after the load event: the page's script has run.
+	b.do(chromedp.Navigate(url), chromedp.Sleep(100*time.Millisecond))
+	b.mu.Lock()
+	n := len(b.errs)
+	b.mu.Unlock()
+	b.noErrors(url)
+	return n
+}
+
 func (b *browser) noErrors(what string) {
 	b.t.Helper()
 	b.mu.Lock()

@@ -63,7 +63,9 @@ type bundleInfo struct {
 // entry of the channel whose bundle version is in the range (a bundle
 // missing from the package counts as version 0.0.0, as in opm).
 func buildGraph(ch fbcChannel, bundles map[string]bundleInfo, dep *deprecations, href func(bundle string) string) channelGraph {
-	g := channelGraph{Package: ch.Package, Channel: ch.Name, Deprecated: dep.channels[ch.Name]}
+	// Empty lists, never null: the page's script reads them as arrays.
+	g := channelGraph{Package: ch.Package, Channel: ch.Name, Deprecated: dep.channels[ch.Name],
+		Nodes: []graphNode{}, Edges: []graphEdge{}, Heads: []string{}}
 	ids := map[string]string{}
 	node := func(name string) string {
 		if id, ok := ids[name]; ok {

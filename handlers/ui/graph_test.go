@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +63,24 @@ func TestGraphHeadsAndStranded(t *testing.T) {
 		if n.Name == "a" && n.Deprecated != "old" || n.Name == "gone" && (!n.Missing || n.Href != "") || n.Name == "b" && n.Href != "/ui/x/b" {
 			t.Errorf("node %+v", n)
 		}
+	}
+}
+
+// A channel of one entry has no edge: its data says [] (the page's
+// script iterates it), not null.
+func TestGraphOfOneEntryListsNoEdge(t *testing.T) {
+	g := buildGraph(fbcChannel{Name: "alpha", Entries: []fbcEntry{{Name: "a"}}}, map[string]bundleInfo{"a": {"1.0.0"}},
+		newDeprecations(), func(string) string { return "" })
+	b, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"edges":[]`) || !strings.Contains(string(b), `"heads":["a"]`) {
+		t.Errorf("graph %s", b)
+	}
+	g = buildGraph(fbcChannel{Name: "empty"}, nil, newDeprecations(), func(string) string { return "" })
+	if b, _ := json.Marshal(g); !strings.Contains(string(b), `"nodes":[],"edges":[],"heads":[]`) {
+		t.Errorf("empty channel %s", b)
 	}
 }
 

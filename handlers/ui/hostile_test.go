@@ -67,6 +67,14 @@ func hostileObjects() [][4]string {
 
 func publishHostile(t *testing.T, s storage.Store, name string) {
 	t.Helper()
+	publishObjects(t, s, name, hostileObjects())
+}
+
+// publishObjects writes objs ({schema, package, name, line}) to the
+// store as catalog name and publishes it, without the pipeline's
+// validation.
+func publishObjects(t *testing.T, s storage.Store, name string, objs [][4]string) {
+	t.Helper()
 	ctx := context.Background()
 	sum := sha256.Sum256([]byte(name))
 	digest := "sha256:" + hex.EncodeToString(sum[:])
@@ -75,16 +83,17 @@ func publishHostile(t *testing.T, s storage.Store, name string) {
 		t.Fatal(err)
 	}
 	defer w.Abort()
-	for _, o := range hostileObjects() {
+	for _, o := range objs {
 		if err := w.Add(o[0], o[1], o[2], []byte(o[3])); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := w.Commit(ctx, catalog.Meta{Ref: "example.test/hostile:v1"}); err != nil {
+	ref := "example.test/" + name + ":v1"
+	if _, err := w.Commit(ctx, catalog.Meta{Ref: ref}); err != nil {
 		t.Fatal(err)
 	}
-	if err := catalog.Publish(ctx, s, name, catalog.Pointer{Digest: digest, Ref: "example.test/hostile:v1",
-		ResolvedRef: "example.test/hostile@" + digest, ResolvedAt: time.Now()}); err != nil {
+	if err := catalog.Publish(ctx, s, name, catalog.Pointer{Digest: digest, Ref: ref,
+		ResolvedRef: "example.test/" + name + "@" + digest, ResolvedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -84,6 +84,17 @@
   // drawGraph lays one channel out with dagre and draws it as SVG.
   function drawGraph(box) {
     var data = JSON.parse(box.dataset.graph);
+    // A channel of one entry has no edge: tolerate null as well as [].
+    data.nodes = data.nodes || [];
+    data.edges = data.edges || [];
+    if (!data.nodes.length) {
+      var p = document.createElement("p");
+      p.className = "muted";
+      p.textContent = "no entries";
+      box.appendChild(p);
+      box.dataset.drawn = "true";
+      return;
+    }
     var g = new dagre.graphlib.Graph({ multigraph: true });
     g.setGraph({ rankdir: "LR", nodesep: 14, ranksep: 48, marginx: 8, marginy: 8 });
     g.setDefaultEdgeLabel(function () { return {}; });
@@ -139,7 +150,13 @@
   document.addEventListener("DOMContentLoaded", function () {
     var t = document.getElementById("catalogs");
     if (t) pollCatalogs(t);
-    document.querySelectorAll(".graph[data-graph]").forEach(drawGraph);
+    // One channel that cannot be drawn leaves the others drawn.
+    document.querySelectorAll(".graph[data-graph]").forEach(function (box) {
+      try { drawGraph(box); } catch (err) {
+        box.dataset.drawn = "error";
+        console.error("graph not drawn: " + err);
+      }
+    });
     document.body.dataset.ready = "true";
   });
 })();
