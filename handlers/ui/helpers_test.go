@@ -60,7 +60,7 @@ type server struct {
 	engine *engine.Engine
 }
 
-func startServer(t testing.TB, store storage.Store, set engine.StaticCatalogs, pl *pipeline.Pipeline) *server {
+func startServer(t testing.TB, store storage.Store, set engine.StaticCatalogs, pl *pipeline.Pipeline, opts ...engine.Option) *server {
 	t.Helper()
 	if pl == nil {
 		src, err := source.New(source.WithDockerConfig(false))
@@ -71,7 +71,7 @@ func startServer(t testing.TB, store storage.Store, set engine.StaticCatalogs, p
 		pl = pipeline.New(src, store, pipeline.WithVerifyReuse(true))
 	}
 	// Nothing syncs unless a test triggers it.
-	eng := engine.New(pl, set, store, engine.WithSettle(0, 0))
+	eng := engine.New(pl, set, store, append([]engine.Option{engine.WithSettle(0, 0)}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	eng.Start(ctx)
 	t.Cleanup(func() { cancel(); eng.Wait() })

@@ -36,7 +36,8 @@ func TestHTTPAnswers(t *testing.T) {
 		{"/ui/catalogs/c3/packages/nope/", "text/html; charset=utf-8", 404},
 		{"/ui/catalogs/c3/packages/aws-neuron-operator/bundles/nope", "text/html; charset=utf-8", 404},
 		{"/ui/catalogs/c3/packages/aws-neuron-operator/icon", "text/html; charset=utf-8", 404},
-		{"/ui/catalogs/never/", "text/html; charset=utf-8", 404},
+		{"/ui/catalogs/never/", "text/html; charset=utf-8", 200}, // its sync state
+		{"/ui/catalogs/never/packages/x/", "text/html; charset=utf-8", 404},
 		{"/ui/catalogs/gone/", "text/html; charset=utf-8", 404},
 		{"/ui/catalogs/Not_A_Name/", "text/html; charset=utf-8", 400},
 		{"/ui/catalogs/c3/changes?from=sha256:nothex", "text/html; charset=utf-8", 404},

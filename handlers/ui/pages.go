@@ -176,6 +176,18 @@ func readDeprecations(ctx context.Context, c *catalog.Catalog, pkg string) (*dep
 type bundleHit struct{ Package, Name string }
 
 func (h *Handler) serveCatalog(w http.ResponseWriter, r *http.Request) {
+	name, ok := param(r, "name")
+	if ok && catalog.ValidName(name) && h.listed(name) {
+		switch _, err := h.open(r.Context(), name); {
+		case errors.Is(err, storage.ErrNotExist):
+			h.serveStatus(w, name, "Not published yet: below, its sync as it runs.")
+			return
+		case err != nil && r.Context().Err() == nil && !errors.Is(err, errTooLarge):
+			h.log.Warn("ui: catalog unreadable", "catalog", name, "err", err)
+			h.serveStatus(w, name, "Its stored content cannot be read now: below, its sync.")
+			return
+		}
+	}
 	c := h.catalogFor(w, r)
 	if c == nil {
 		return

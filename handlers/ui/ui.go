@@ -211,6 +211,20 @@ func (h *Handler) catalogFor(w http.ResponseWriter, r *http.Request) *catalog.Ca
 	return c
 }
 
+// serveStatus is the page of a configured catalog with nothing to show
+// (not published yet, or its content unreadable): its sync state, which
+// the page's script reads from the API as the catalogs page does.
+func (h *Handler) serveStatus(w http.ResponseWriter, name, note string) {
+	image := ""
+	for _, c := range h.catalogs.Catalogs() {
+		if c.Name == name {
+			image = c.Image
+		}
+	}
+	h.render(w, "status.html", map[string]any{"Catalog": name, "Image": image, "Note": note,
+		"API": h.apiPath + "/" + url.PathEscape(name)})
+}
+
 // listed reports whether name is a configured, available catalog: content
 // left in the store by a catalog no longer configured is not shown.
 func (h *Handler) listed(name string) bool {
@@ -259,7 +273,7 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, err error) 
 	switch {
 	case r.Context().Err() != nil:
 	case errors.Is(err, storage.ErrNotExist):
-		h.errorPage(w, http.StatusNotFound, "not published")
+		h.errorPageBack(w, http.StatusNotFound, "not published", r)
 	case errors.Is(err, errTooLarge):
 		h.errorPage(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, catalog.ErrCorrupt), errors.Is(err, catalog.ErrFormat), errors.Is(err, catalog.ErrIncomplete):
@@ -273,9 +287,21 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 func (h *Handler) errorPage(w http.ResponseWriter, code int, msg string) {
+	h.errorPageBack(w, code, msg, nil)
+}
+
+// errorPageBack is errorPage linking to the page of the request's
+// catalog, when it names a configured one.
+func (h *Handler) errorPageBack(w http.ResponseWriter, code int, msg string, r *http.Request) {
+	back := ""
+	if r != nil {
+		if name, ok := param(r, "name"); ok && catalog.ValidName(name) && h.listed(name) && r.URL.Path != catalogURL(name) {
+			back = catalogURL(name)
+		}
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	_ = h.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Code": code, "Status": http.StatusText(code), "Message": msg})
+	_ = h.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Code": code, "Status": http.StatusText(code), "Message": msg, "Back": back})
 }
 
 // render executes a template into a buffer first, so a failing template

@@ -64,6 +64,39 @@
     row.dataset.phase = c.phase;
   }
 
+  function when(iso) {
+    return iso ? iso.replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC") : "–";
+  }
+
+  // pollStatus keeps a catalog's status page current; once the catalog
+  // is published, it links to its content.
+  function pollStatus(table) {
+    var tick = function () {
+      fetch(table.dataset.api, { headers: { Accept: "application/json" } })
+        .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
+        .then(function (c) {
+          updateRow(table, c);
+          var set = function (cls, text) { var x = table.querySelector("." + cls); if (x) x.textContent = text; };
+          set("failures", String(c.consecutiveFailures || 0));
+          set("next-retry", c.nextRetry ? when(c.nextRetry) : "none planned");
+          if (c.published) {
+            var cell = table.querySelector(".published-link");
+            if (cell && !cell.querySelector("a")) {
+              var a = document.createElement("a");
+              a.href = location.pathname;
+              a.textContent = "published " + when(c.published.publishedAt) + ": open its packages";
+              cell.textContent = "";
+              cell.appendChild(a);
+            }
+          }
+          table.dataset.updated = String(Date.now());
+        })
+        .catch(function () { table.dataset.updated = "error"; })
+        .finally(function () { setTimeout(tick, 2000); });
+    };
+    tick();
+  }
+
   function pollCatalogs(table) {
     var api = table.dataset.api;
     var rows = {};
@@ -150,6 +183,8 @@
   document.addEventListener("DOMContentLoaded", function () {
     var t = document.getElementById("catalogs");
     if (t) pollCatalogs(t);
+    var st = document.getElementById("status");
+    if (st) pollStatus(st);
     // One channel that cannot be drawn leaves the others drawn.
     document.querySelectorAll(".graph[data-graph]").forEach(function (box) {
       try { drawGraph(box); } catch (err) {
