@@ -33,6 +33,7 @@ require (
 	github.com/sigstore/protobuf-specs v0.5.1
 	github.com/sigstore/sigstore v1.10.8
 	github.com/sigstore/sigstore-go v1.3.0
+	github.com/yuin/goldmark v1.8.7
 	go.yaml.in/yaml/v2 v2.4.5
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sync v0.25.0

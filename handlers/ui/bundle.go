@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,6 +36,7 @@ type bundleView struct {
 	Related                                            []struct{ Name, Image string }
 	Objects                                            int
 	CSV                                                *csvMetadata
+	Description                                        template.HTML // the CSV's, rendered
 	Links                                              []link
 	Channels                                           []string
 }
@@ -76,7 +78,8 @@ func (h *Handler) serveBundle(w http.ResponseWriter, r *http.Request) {
 		v.addProperty(p)
 	}
 	if m, ok := parseCSVMetadata(line); ok {
-		m.Description = shorten(m.Description, 20000)
+		v.Description = markdown(m.Description)
+		m.Description = ""
 		v.CSV = &m
 		for _, l := range m.Links {
 			// Only web links become links; anything else (javascript:,

@@ -44,4 +44,11 @@ var funcs = template.FuncMap{
 		return m
 	},
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// plural picks the form for n: "1 channel", "2 channels".
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	},
 }

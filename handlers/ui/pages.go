@@ -105,7 +105,7 @@ func (h *Handler) row(ctx context.Context, c *catalog.Catalog, pkg string) (pack
 	if err != nil {
 		return packageRow{}, err
 	}
-	row := packageRow{Name: pkg, DefaultChannel: p.DefaultChannel, Description: shorten(p.Description, 300),
+	row := packageRow{Name: pkg, DefaultChannel: p.DefaultChannel, Description: markdownText(p.Description, 300),
 		Icon: p.Icon != nil && iconType(p.Icon.MediaType) != ""}
 	row.Channels, _ = c.Count(catalog.Query{Schema: "olm.channel", Package: pkg})
 	row.Bundles, _ = c.Count(catalog.Query{Schema: "olm.bundle", Package: pkg})
@@ -126,7 +126,7 @@ func (h *Handler) row(ctx context.Context, c *catalog.Catalog, pkg string) (pack
 			if m, ok := csvSummary(b); ok {
 				row.DisplayName = m.DisplayName
 				if row.Description == "" {
-					row.Description = shorten(m.Description, 300)
+					row.Description = markdownText(m.Description, 300)
 				}
 			}
 		}
@@ -364,8 +364,9 @@ func (h *Handler) servePackage(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, "package.html", map[string]any{
 		"Catalog": c.Name, "Package": pkg, "Pkg": d.pkg, "Deprecated": d.dep.pkg, "Graphs": views, "Bundles": d.bundles,
-		"Icon":    d.pkg.Icon != nil && iconType(d.pkg.Icon.MediaType) != "",
-		"Mermaid": packageURL(c.Name, pkg) + "graph.mmd",
+		"Description": markdown(d.pkg.Description),
+		"Icon":        d.pkg.Icon != nil && iconType(d.pkg.Icon.MediaType) != "",
+		"Mermaid":     packageURL(c.Name, pkg) + "graph.mmd",
 	})
 }
 

@@ -129,7 +129,10 @@
       return;
     }
     var g = new dagre.graphlib.Graph({ multigraph: true });
-    g.setGraph({ rankdir: "LR", nodesep: 14, ranksep: 48, marginx: 8, marginy: 8 });
+    // A long channel is laid out bottom to top, its head at the top
+    // where the page opens it; a short one left to right.
+    var tall = data.nodes.length > 12;
+    g.setGraph({ rankdir: tall ? "BT" : "LR", nodesep: 14, ranksep: tall ? 28 : 48, marginx: 8, marginy: 8 });
     g.setDefaultEdgeLabel(function () { return {}; });
     data.nodes.forEach(function (n) {
       var label = short(n.name, 44);
@@ -140,7 +143,7 @@
     dagre.layout(g);
     var gr = g.graph();
     var svg = el("svg", { "class": "graph-svg", width: Math.ceil(gr.width), height: Math.ceil(gr.height),
-      viewBox: "0 0 " + Math.ceil(gr.width) + " " + Math.ceil(gr.height), role: "img" });
+      viewBox: "0 0 " + Math.ceil(gr.width) + " " + Math.ceil(gr.height), role: "group", "aria-label": "upgrade graph of channel " + short(data.channel || "", 200) });
     var defs = el("defs", {}, svg);
     var id = "m" + Math.random().toString(36).slice(2);
     ["replaces", "skips", "skipRange"].forEach(function (k) {
@@ -166,7 +169,14 @@
       if (n.missing) cls.push("missing");
       var parent = nodes;
       // Only paths this server built become links.
-      if (n.href && n.href.indexOf("/ui/") === 0) parent = el("a", { href: n.href }, nodes);
+      var label = short(n.name, 200) + (n.version ? ", version " + n.version : "") + (n.head ? ", head" : "") +
+        (n.deprecated ? ", deprecated" : "") + (n.stranded ? ", stranded" : "") + (n.missing ? ", not in the channel" : "");
+      if (n.href && n.href.indexOf("/ui/") === 0) {
+        parent = el("a", { href: n.href, "aria-label": label }, nodes);
+      } else {
+        // Not a link, still reachable by keyboard to read it.
+        parent = el("g", { tabindex: "0", role: "img", "aria-label": label, "class": "node-focus" }, nodes);
+      }
       var grp = el("g", { "class": cls.join(" "), "data-id": n.id, transform: "translate(" + (box.x - box.width / 2) + "," + (box.y - box.height / 2) + ")" }, parent);
       el("rect", { width: box.width, height: box.height, rx: 5 }, grp);
       var t1 = el("text", { x: 8, y: 15, "class": "label" }, grp);
@@ -177,7 +187,22 @@
       tip.textContent = short(n.name, 300) + (n.deprecated ? "\ndeprecated: " + short(n.deprecated, 300) : "");
     });
     box.appendChild(svg);
+    // Open on the head: scrolled to it when the graph is wider than its box.
+    var head = data.nodes.filter(function (n) { return n.head; })[0];
+    if (head) {
+      var hb = g.node(head.id);
+      box.scrollLeft = Math.max(0, hb.x - box.clientWidth / 2);
+      box.scrollTop = Math.max(0, hb.y - box.clientHeight / 2);
+    }
     box.dataset.drawn = "true";
+  }
+
+  // markCut makes each cut name focusable, so that the keyboard shows
+  // its full text as the mouse does.
+  function markCut() {
+    document.querySelectorAll(".trunc, .clamp").forEach(function (e) {
+      if (e.tagName !== "A" && (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1)) e.tabIndex = 0;
+    });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -192,6 +217,7 @@
         console.error("graph not drawn: " + err);
       }
     });
+    markCut();
     document.body.dataset.ready = "true";
   });
 })();
