@@ -79,6 +79,7 @@
           var set = function (cls, text) { var x = table.querySelector("." + cls); if (x) x.textContent = text; };
           set("failures", String(c.consecutiveFailures || 0));
           set("next-retry", c.nextRetry ? when(c.nextRetry) : "none planned");
+          markCut();
           if (c.published) {
             var cell = table.querySelector(".published-link");
             if (cell && !cell.querySelector("a")) {
@@ -172,7 +173,8 @@
       var label = short(n.name, 200) + (n.version ? ", version " + n.version : "") + (n.head ? ", head" : "") +
         (n.deprecated ? ", deprecated" : "") + (n.stranded ? ", stranded" : "") + (n.missing ? ", not in the channel" : "");
       if (n.href && n.href.indexOf("/ui/") === 0) {
-        parent = el("a", { href: n.href, "aria-label": label }, nodes);
+        // Named by its text, as shown; the title adds the rest.
+        parent = el("a", { href: n.href }, nodes);
       } else {
         // Not a link, still reachable by keyboard to read it.
         parent = el("g", { tabindex: "0", role: "img", "aria-label": label, "class": "node-focus" }, nodes);
@@ -184,7 +186,8 @@
       var t2 = el("text", { x: 8, y: 30, "class": "version" }, grp);
       t2.textContent = (n.version || (n.missing ? "not in channel" : "")) + (n.head ? "  ★ head" : "") + (n.stranded ? "  stranded" : "");
       var tip = el("title", {}, grp);
-      tip.textContent = short(n.name, 300) + (n.deprecated ? "\ndeprecated: " + short(n.deprecated, 300) : "");
+      tip.textContent = short(n.name, 300) + (n.deprecated ? "\ndeprecated: " + short(n.deprecated, 300) : "") +
+        (n.missing ? "\nnot in the channel" : "");
     });
     box.appendChild(svg);
     // Open on the head: scrolled to it when the graph is wider than its box.
@@ -202,6 +205,10 @@
   function markCut() {
     document.querySelectorAll(".trunc, .clamp").forEach(function (e) {
       if (e.tagName !== "A" && (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1)) e.tabIndex = 0;
+    });
+    // A region that scrolls is reachable by keyboard to scroll it.
+    document.querySelectorAll(".scroll, .wrap-scroll").forEach(function (e) {
+      if (e.scrollWidth > e.clientWidth + 1) e.tabIndex = 0;
     });
   }
 
