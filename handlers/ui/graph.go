@@ -116,10 +116,10 @@ func buildGraph(ch fbcChannel, bundles map[string]bundleInfo, dep *deprecations,
 
 // markHeads marks the heads (entries nothing replaces or skips) and, as
 // operator-registry's validation does, the stranded entries: with one
-// head, those neither on its replaces chain nor skipped by an entry on
-// it, which no upgrade reaches.
+// head, those neither on its replaces chain nor skipped by any entry,
+// which no upgrade reaches.
 func (g *channelGraph) markHeads(ch fbcChannel) {
-	upgraded := map[string]bool{}
+	upgraded, skipped := map[string]bool{}, map[string]bool{}
 	byName := map[string]fbcEntry{}
 	for _, e := range ch.Entries {
 		byName[e.Name] = e
@@ -127,7 +127,7 @@ func (g *channelGraph) markHeads(ch fbcChannel) {
 			upgraded[e.Replaces] = true
 		}
 		for _, s := range e.Skips {
-			upgraded[s] = true
+			upgraded[s], skipped[s] = true, true
 		}
 	}
 	for _, e := range ch.Entries {
@@ -141,15 +141,12 @@ func (g *channelGraph) markHeads(ch fbcChannel) {
 	if len(g.Heads) != 1 {
 		return // several heads (or a cycle): the page says so
 	}
-	reached := map[string]bool{}
-	for name := g.Heads[0]; name != "" && !reached[name]; name = byName[name].Replaces {
-		reached[name] = true
-		for _, s := range byName[name].Skips {
-			reached[s] = true
-		}
+	onChain := map[string]bool{}
+	for name := g.Heads[0]; name != "" && !onChain[name]; name = byName[name].Replaces {
+		onChain[name] = true
 	}
 	for i := range g.Nodes {
-		if n := &g.Nodes[i]; !n.Missing && !reached[n.Name] {
+		if n := &g.Nodes[i]; !n.Missing && !onChain[n.Name] && !skipped[n.Name] {
 			n.Stranded = true
 			g.Stranded = append(g.Stranded, n.Name)
 		}

@@ -159,3 +159,23 @@ func TestCSVSummary(t *testing.T) {
 		t.Errorf("truncated: %+v", m)
 	}
 }
+
+// An entry the head's chain skips and later replaces is on the chain:
+// what it replaces is reached, not stranded. So is an entry skipped by
+// an entry off the chain (operator-registry's rule).
+func TestGraphChainPastASkippedEntry(t *testing.T) {
+	bundles := map[string]bundleInfo{"a": {"1.0.0"}, "b": {"1.1.0"}, "c": {"1.2.0"}, "d": {"1.3.0"}}
+	ch := fbcChannel{Name: "s", Entries: []fbcEntry{{Name: "a"}, {Name: "b", Replaces: "a"}, {Name: "c", Replaces: "b"},
+		{Name: "d", Replaces: "c", Skips: []string{"b"}}}}
+	g := buildGraph(ch, bundles, newDeprecations(), func(string) string { return "" })
+	if !slices.Equal(g.Heads, []string{"d"}) || len(g.Stranded) != 0 {
+		t.Fatalf("heads %v stranded %v", g.Heads, g.Stranded)
+	}
+	// d skips c, c skips b, b replaces a: only d is on the chain.
+	ch = fbcChannel{Name: "s", Entries: []fbcEntry{{Name: "a"}, {Name: "b", Replaces: "a"}, {Name: "c", Skips: []string{"b"}},
+		{Name: "d", Skips: []string{"c"}}}}
+	g = buildGraph(ch, bundles, newDeprecations(), func(string) string { return "" })
+	if !slices.Equal(g.Heads, []string{"d"}) || !slices.Equal(g.Stranded, []string{"a"}) {
+		t.Fatalf("heads %v stranded %v", g.Heads, g.Stranded)
+	}
+}

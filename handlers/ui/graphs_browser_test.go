@@ -134,6 +134,10 @@ func checkPackagePages(t *testing.T, b *browser, srv *server, cat string, pkgs [
 		if opm == "" {
 			continue
 		}
+		// opm validates what it draws: nothing in it is stranded.
+		if n := evalAs[int](b, `document.querySelectorAll(".graph svg g.node.stranded").length`); n > 0 {
+			t.Errorf("%s: %d entries drawn stranded in a catalog opm accepts", page, n)
+		}
 		out, ok := mermaid[pkg]
 		if !ok {
 			continue // opm failed: reported
@@ -248,6 +252,11 @@ func TestEveryPackagePageDraws(t *testing.T) {
 	})
 	t.Run("unvalidated", func(t *testing.T) {
 		report("unvalidated", checkPackagePages(t, b, srv, "unvalidated", packageNames(t, store, "unvalidated"), "", ""))
+		b.open(srv.URL + packageURL("unvalidated", "stranded"))
+		got := evalAs[[]string](b, `Array.from(document.querySelectorAll(".graph svg g.node.stranded text.label")).map(function (t) { return t.textContent; }).sort()`)
+		if !slices.Equal(got, []string{"stranded.v1.0.5"}) {
+			t.Errorf("stranded drawn: %q", got)
+		}
 	})
 	t.Run("community", func(t *testing.T) {
 		if community == "" {
@@ -290,7 +299,7 @@ func unvalidatedObjects() [][4]string {
 	}
 	pkg("stranded", "stable", map[string][]map[string]any{"stable": {
 		e("stranded.v1.0.0"), e("stranded.v1.1.0", "replaces", "stranded.v1.0.0"), e("stranded.v1.0.5"),
-		e("stranded.v1.2.0", "replaces", "stranded.v1.1.0", "skips", []any{"stranded.v0.9.0"}),
+		e("stranded.v1.2.0", "replaces", "stranded.v1.1.0", "skips", []any{"stranded.v0.9.0", "stranded.v1.0.6"}),
 		e("stranded.v1.0.6", "replaces", "stranded.v1.0.5")}})
 	pkg("skiprange-heads", "stable", map[string][]map[string]any{"stable": {
 		e("skiprange-heads.v1.0.0"), e("skiprange-heads.v1.1.0", "skipRange", "<1.1.0"), e("skiprange-heads.v1.2.0", "skipRange", ">=1.0.0 <1.2.0")},
