@@ -165,18 +165,25 @@ func (b *browser) text(sel string) string {
 	return strings.TrimSpace(evalAs[string](b, `(function (e) { return e ? e.textContent : "<no element>"; })(document.querySelector(`+strconv.Quote(sel)+`))`))
 }
 
-// screenshot saves the viewport (1280x800) as name.png into
-// CATALOGSYNC_UI_SCREENSHOTS, when set (docs/ui/ is made this way).
+// screenshot saves the page as seen in a 1400x900 window and on a
+// 390x844 phone, as name-1400.png and name-390.png, into
+// CATALOGSYNC_UI_SCREENSHOTS when set (handlers/ui/screenshots.sh makes
+// docs/ui/ this way), then restores the test's window.
 func (b *browser) screenshot(name string) {
 	b.t.Helper()
 	dir := os.Getenv("CATALOGSYNC_UI_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
-	png := run(b, chromedp.CaptureScreenshot())
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		b.t.Fatal(err)
+	w, h := evalAs[int64](b, `window.innerWidth`), evalAs[int64](b, `window.innerHeight`)
+	for _, size := range [][2]int64{{1400, 900}, {390, 844}} {
+		b.do(chromedp.EmulateViewport(size[0], size[1]), chromedp.Sleep(100*time.Millisecond))
+		png := run(b, chromedp.CaptureScreenshot())
+		if err := os.WriteFile(filepath.Join(dir, name+"-"+strconv.FormatInt(size[0], 10)+".png"), png, 0o644); err != nil {
+			b.t.Fatal(err)
+		}
 	}
+	b.do(chromedp.EmulateViewport(w, h))
 }
 
 // graphCounts reads, for each drawn channel, the nodes and edges (by

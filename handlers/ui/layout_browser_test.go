@@ -114,6 +114,11 @@ func TestGraphHeadInViewAndNodesFocusable(t *testing.T) {
 			t.Errorf("%d px: the head of the 75-entry channel is not in view when the page opens", width)
 		}
 	}
+	b.screenshot("package-long-channel")
+	b.open(srv.URL + packageURL("edge", "odd-names"))
+	b.screenshot("package-odd-names")
+	b.open(srv.URL + packageURL("edge", "markdown-description"))
+	b.screenshot("package-markdown")
 	for _, p := range packageNames(t, store, "edge") {
 		b.open(srv.URL + packageURL("edge", p))
 		n := evalAs[[]int](b, `(function () {
