@@ -190,7 +190,7 @@
         (n.missing ? "\nnot in the channel" : "");
     });
     box.appendChild(svg);
-    // Open on the head: scrolled to it when the graph is wider than its box.
+    // Open on the head: scrolled to it when the graph outgrows its box.
     var head = data.nodes.filter(function (n) { return n.head; })[0];
     if (head) {
       var hb = g.node(head.id);
