@@ -51,14 +51,21 @@ type poller interface {
 	PollDue(ctx context.Context) ([]string, error)
 }
 
-// runPoller checks which catalogs are due every interval (and at start),
-// when it is this replica's turn: the fallback for registries that send
-// no webhooks. With Knative's PingSource, the ping does the same.
+// runPoller checks which catalogs are due every interval, when it is this
+// replica's turn: the fallback for registries that send no webhooks. With
+// Knative's PingSource, the ping does the same. At start it checks
+// whatever the turn says: "serve syncs each catalog at start" must not
+// hang on a turn another replica (whose list may lack this one's new
+// catalogs) or this replica's killed predecessor holds. Due-ness is read
+// from the store, so replicas starting together sync each catalog once
+// between them (the sync lease) and leave published ones alone. A
+// graceful stop gives the turn back.
 func runPoller(ctx context.Context, log *slog.Logger, e poller, store storage.Store, h catalog.LeaseHolder, every time.Duration) {
+	defer releaseTurn(ctx, log, store, turnPoll, h)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
-		if myTurn(ctx, log, store, turnPoll, h, every) {
+	for start := true; ; start = false {
+		if myTurn(ctx, log, store, turnPoll, h, every) || start {
 			if due, err := e.PollDue(ctx); err != nil {
 				log.Warn("poll", "err", err)
 			} else if len(due) > 0 {
@@ -70,6 +77,17 @@ func runPoller(ctx context.Context, log *slog.Logger, e poller, store storage.St
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// releaseTurn gives job's turn back if this process holds it, once ctx
+// (the process's) has ended, so the next replica or this replica's next
+// start does the job at once instead of an interval later.
+func releaseTurn(ctx context.Context, log *slog.Logger, store storage.Store, job string, h catalog.LeaseHolder) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := catalog.ReleaseTurn(rctx, store, job, h); err != nil {
+		log.Warn("cluster lease not released", "job", job, "err", err)
 	}
 }
 

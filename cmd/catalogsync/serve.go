@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -310,7 +311,7 @@ func (c *serveCmd) serve(ctx context.Context, s *server) error {
 	}
 	srv, ln := sf.server(s.r, ln)
 	s.log.Info("serving", "addr", ln.Addr().String(), "store", s.dir, "catalogs", len(s.cfg.Catalogs))
-	pollDone, err := c.start(ctx, s)
+	bgDone, err := c.start(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -323,14 +324,16 @@ func (c *serveCmd) serve(ctx context.Context, s *server) error {
 	}
 	s.log.Info("stopping; a second signal exits at once", "grace", c.ShutdownGrace)
 	err = shutdown(srv, c.ShutdownGrace, s.log)
-	<-pollDone
+	// The poller and GC give back their turns, the syncs their leases
+	// (cancelled with ctx), before the store closes.
+	<-bgDone
 	s.eng.Wait()
 	s.log.Info("stopped")
 	return err
 }
 
 // start runs the engine, the ClusterCatalog informers, the poller and the
-// GC; the channel closes when the poller stopped.
+// GC; the channel closes when the poller and the GC stopped.
 func (c *serveCmd) start(ctx context.Context, s *server) (<-chan struct{}, error) {
 	s.eng.Start(ctx)
 	// After the engine: OnChange may trigger it from the first event.
@@ -348,13 +351,12 @@ func (c *serveCmd) start(ctx context.Context, s *server) (<-chan struct{}, error
 	}
 	// Polls and GC are cluster-wide: replicas sharing the store take turns.
 	holder := clusterHolder(replicaID(c.Replica))
-	pollDone := make(chan struct{})
-	go func() {
-		defer close(pollDone)
-		runPoller(ctx, s.log, s.eng, s.store, holder, c.PollEvery)
-	}()
-	go runGC(ctx, s.log, s.store, holder, s.gcNames, c.GCEvery, c.gcPolicy())
-	return pollDone, nil
+	var wg sync.WaitGroup
+	wg.Go(func() { runPoller(ctx, s.log, s.eng, s.store, holder, c.PollEvery) })
+	wg.Go(func() { runGC(ctx, s.log, s.store, holder, s.gcNames, c.GCEvery, c.gcPolicy()) })
+	bgDone := make(chan struct{})
+	go func() { wg.Wait(); close(bgDone) }()
+	return bgDone, nil
 }
 
 // mountTriggers adds the webhook receivers (/hooks/...) to r and, when
@@ -463,6 +465,7 @@ func runGC(ctx context.Context, log *slog.Logger, store storage.Store, h catalog
 	if tick <= 0 || tick > fresh {
 		tick = fresh
 	}
+	defer releaseTurn(ctx, log, store, turnGC, h)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	lastGC := time.Now() // the first GC runs an interval after start

@@ -9,13 +9,14 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // ThisProcess returns the lease holder identity of the calling process:
-// replica as its readable name, a random instance, and the host and PID
-// that let a successor on the same host see it is gone.
+// replica as its readable name, a random instance, the host and PID that
+// let a successor on the same host see it is gone, and when it started.
 func ThisProcess(replica string) LeaseHolder {
-	return LeaseHolder{Replica: replica, Instance: rand.Text()[:16], Host: hostIdentity(), PID: os.Getpid()}
+	return LeaseHolder{Replica: replica, Instance: rand.Text()[:16], Host: hostIdentity(), PID: os.Getpid(), Started: time.Now()}
 }
 
 // hostIdentity names the kernel boot and PID namespace this process runs
@@ -45,6 +46,17 @@ func (h LeaseHolder) outlived(cur LeaseHolder) bool {
 		return false
 	}
 	return cur.PID == h.PID || !processAlive(cur.PID)
+}
+
+// succeeds reports whether h is a later process of the replica that
+// holds cur: its restart (a container restart keeps the pod's name, and
+// the host name, in a new PID namespace where outlived cannot tell).
+// Replica names are unique per replica, so this is the predecessor, or a
+// misconfigured twin, which then loses the turn once and never takes it
+// back (it started first).
+func (h LeaseHolder) succeeds(cur LeaseHolder) bool {
+	return h.Replica != "" && cur.Replica == h.Replica && cur.Instance != h.Instance &&
+		!h.Started.IsZero() && cur.Started.Before(h.Started)
 }
 
 // processAlive reports whether pid is a running (not zombie) process in

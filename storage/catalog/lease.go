@@ -35,12 +35,15 @@ var (
 // not, takes over a live lease. Replica is a readable name (the pod's).
 // Host and PID let a process on the same host and in the same PID
 // namespace tell that the holder is gone, and take its lease at once
-// instead of after the TTL. Make one with ThisProcess.
+// instead of after the TTL. Started orders the processes of one replica:
+// a turn (TakeTurn) left by an earlier one is its predecessor's. Make one
+// with ThisProcess.
 type LeaseHolder struct {
-	Replica  string `json:"replica"`
-	Instance string `json:"instance"`
-	Host     string `json:"host,omitempty"`
-	PID      int    `json:"pid,omitempty"`
+	Replica  string    `json:"replica"`
+	Instance string    `json:"instance"`
+	Host     string    `json:"host,omitempty"`
+	PID      int       `json:"pid,omitempty"`
+	Started  time.Time `json:"started,omitzero"`
 }
 
 // LeaseRecord is the stored lease.

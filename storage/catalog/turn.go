@@ -30,10 +30,16 @@ func TurnKey(name string) string { return turnRoot + name }
 // TakeTurn claims the named cluster-wide job (e.g. "gc", "poll") for one
 // interval: with the same record and compare-and-swap as a catalog's sync
 // lease, it succeeds for the first replica that asks after the previous
-// turn's interval ended, and the lease then lasts every, unrenewed and
-// never released, so the others asking within it get false and the
-// holder's record. Replicas that each ask every interval so do the job
-// once per interval between them.
+// turn's interval ended, and the lease then lasts every, unrenewed, so the
+// others asking within it get false and the holder's record. Replicas that
+// each ask every interval so do the job once per interval between them.
+//
+// A turn outlives its process only when that process could not release it
+// (ReleaseTurn, at a graceful stop): killed, or its store unreachable
+// then. The instance is random per process, so a restart cannot know
+// its leftovers by instance; it knows them by replica name and start time
+// (LeaseHolder.succeeds) and takes such a turn at once instead of waiting
+// out the interval.
 func TakeTurn(ctx context.Context, s storage.Store, name string, h LeaseHolder, every time.Duration) (bool, LeaseRecord, error) {
 	if !turnName().MatchString(name) {
 		return false, LeaseRecord{}, fmt.Errorf("catalog: %q: %w", name, ErrInvalidTurn)
@@ -50,7 +56,8 @@ func TakeTurn(ctx context.Context, s storage.Store, name string, h LeaseHolder, 
 		// Garbage is replaced under the same compare-and-swap.
 	case err != nil:
 		return false, LeaseRecord{}, err
-	case time.Now().Before(cur.Expires):
+	case time.Now().Before(cur.Expires) && !h.succeeds(cur.LeaseHolder):
+		// Another live process's turn, or still this one's own.
 		return false, cur, nil
 	}
 	// Slightly short of the interval: a replica asking exactly one
@@ -65,4 +72,39 @@ func TakeTurn(ctx context.Context, s storage.Store, name string, h LeaseHolder, 
 		return false, LeaseRecord{}, fmt.Errorf("catalog: %s: %w", key, err)
 	}
 	return true, rec, nil
+}
+
+// ReadTurn returns the named turn's record (expired ones too), or an error
+// wrapping storage.ErrNotExist.
+func ReadTurn(ctx context.Context, s storage.Store, name string) (LeaseRecord, error) {
+	if !turnName().MatchString(name) {
+		return LeaseRecord{}, fmt.Errorf("catalog: %q: %w", name, ErrInvalidTurn)
+	}
+	rec, _, err := readLease(ctx, s, TurnKey(name))
+	return rec, err
+}
+
+// ReleaseTurn ends the named turn if h holds it, so the next replica to
+// ask (or this replica's next start) gets it at once: what a graceful stop
+// does. A turn another process took meanwhile is left alone (the swap is
+// conditional on the record read).
+func ReleaseTurn(ctx context.Context, s storage.Store, name string, h LeaseHolder) error {
+	if !turnName().MatchString(name) {
+		return fmt.Errorf("catalog: %q: %w", name, ErrInvalidTurn)
+	}
+	key := TurnKey(name)
+	cur, etag, err := readLease(ctx, s, key)
+	switch {
+	case errors.Is(err, storage.ErrNotExist), errors.Is(err, ErrCorrupt):
+		return nil
+	case err != nil:
+		return err
+	case cur.Instance != h.Instance || !time.Now().Before(cur.Expires):
+		return nil
+	}
+	cur.Expires = time.Time{}
+	if _, err := s.PutIf(ctx, key, leaseData(cur), etag); err != nil && !errors.Is(err, storage.ErrPrecondition) {
+		return fmt.Errorf("catalog: %s: %w", key, err)
+	}
+	return nil
 }
