@@ -21,6 +21,10 @@ var (
 	// ErrInvalidKey is returned for keys that are empty, absolute, or that
 	// could leave the store's root ("..", backslashes, NUL bytes).
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrDenied is returned by a write the store refuses this process:
+	// permissions, a read-only mount or bucket policy. An operator's to
+	// fix: retrying as it is does not help.
+	ErrDenied = errors.New("store refuses writes")
 )
 
 // Info describes a stored object.

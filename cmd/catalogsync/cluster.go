@@ -103,3 +103,15 @@ func informerSynced(src *status.ClusterCatalogs) func() error {
 }
 
 var errNotListed = errors.New("ClusterCatalogs not listed yet")
+
+// readyChecks is the first failing of checks.
+func readyChecks(checks ...func() error) func() error {
+	return func() error {
+		for _, check := range checks {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

@@ -232,9 +232,24 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	case <-time.After(2 * time.Second):
 	}
 	if err != nil {
-		return err
+		return deniedStore(err, dir)
 	}
 	return printSummary(ctx, stdout, store, dir, res)
+}
+
+// deniedStore makes a sync that failed because the store refuses this
+// process's writes a terminal error naming the store: running the same
+// command again fails the same way until an operator fixes it.
+func deniedStore(err error, dir string) error {
+	if !errors.Is(err, storage.ErrDenied) {
+		return err
+	}
+	phase, cause := pipeline.PhaseResolving, err
+	if se, ok := pipeline.AsError(err); ok {
+		phase, cause = se.Phase, se.Err
+	}
+	return &pipeline.Error{Phase: phase, Reason: pipeline.ReasonStorage, Err: fmt.Errorf(
+		"store %s refuses this process's writes (permissions or a read-only mount): not worth retrying until that is fixed: %w", dir, cause)}
 }
 
 // progressObserver shows a sync's progress: a bar on a terminal, else log

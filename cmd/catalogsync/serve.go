@@ -84,6 +84,7 @@ type server struct {
 	ccSrc    *status.ClusterCatalogs
 	ccWriter *status.Writer
 	eng      *engine.Engine
+	health   *catalog.Health
 	contentH *content.Handler
 	r, evr   chi.Router
 	tlsR     *tlsreload.Reloader
@@ -124,9 +125,14 @@ func (c *serveCmd) build(ctx context.Context, from origins, s *server) error {
 	if err != nil {
 		return err
 	}
+	// A store that refuses writes fails every sync at once, naming the
+	// store; its fix starts them again.
+	s.health = catalog.NewHealth(s.store, s.dir, catalog.ThisProcess(replicaID(c.Replica)), s.log, func() {
+		s.eng.RetryFailed(ctx, "store writable")
+	})
 	s.eng = engine.New(s.pl, s.set, s.store,
 		engine.WithMaxConcurrent(c.MaxSyncs), engine.WithRegistryRate(c.RegRate, c.RegBurst),
-		engine.WithLogger(s.log), engine.WithObservers(observers...))
+		engine.WithLogger(s.log), engine.WithObservers(observers...), engine.WithStoreCheck(s.health.Denied))
 	return c.buildHTTP(s)
 }
 
@@ -262,7 +268,7 @@ func (c *serveCmd) mountAPI(s *server) {
 	}
 	api.New(s.eng, s.set, s.store,
 		api.WithLogger(s.log), api.WithToken(apiToken), api.WithOpen(c.APIOpen), api.WithBaseURL(c.BaseURL),
-		api.WithMetrics(s.m.Handler()), api.WithReadyCheck(informerSynced(s.ccSrc)),
+		api.WithMetrics(s.m.Handler()), api.WithReadyCheck(readyChecks(informerSynced(s.ccSrc), s.health.Err)),
 	).Mount(s.r)
 }
 
@@ -349,9 +355,13 @@ func (c *serveCmd) start(ctx context.Context, s *server) (<-chan struct{}, error
 			return nil, fmt.Errorf("clustercatalogs: %w", err)
 		}
 	}
+	// Before the start's syncs: the store's health decides whether they
+	// can succeed. Then the probe runs on, for /readyz.
+	_ = s.health.Check(ctx) // kept for /readyz and the engine; logged
 	// Polls and GC are cluster-wide: replicas sharing the store take turns.
 	holder := clusterHolder(replicaID(c.Replica))
 	var wg sync.WaitGroup
+	wg.Go(func() { s.health.Run(ctx) })
 	wg.Go(func() { runPoller(ctx, s.log, s.eng, s.store, holder, c.PollEvery) })
 	wg.Go(func() { runGC(ctx, s.log, s.store, holder, s.gcNames, c.GCEvery, c.gcPolicy()) })
 	bgDone := make(chan struct{})

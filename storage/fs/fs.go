@@ -89,6 +89,15 @@ func checkKey(key string) error {
 	return nil
 }
 
+// denied marks a mutation's permission and read-only failures as
+// storage.ErrDenied.
+func denied(err error) error {
+	if err != nil && (errors.Is(err, iofs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+		return fmt.Errorf("%w (%w)", err, storage.ErrDenied)
+	}
+	return err
+}
+
 // wrap maps filesystem errors onto the storage sentinels. A missing parent
 // or a parent that is a file (ENOTDIR) both mean "no object here".
 func wrap(op, key string, err error) error {
@@ -198,13 +207,19 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (storage.Info,
 	if err := ctx.Err(); err != nil {
 		return storage.Info{}, err
 	}
-	return s.write(ctx, key, r, false)
+	in, err := s.write(ctx, key, r, false)
+	return in, denied(err)
 }
 
 // PutIf implements storage.Store. The whole compare-and-write runs under
 // the root's lock, which every other mutation also takes for its final
 // step, so no rename can slip between the compare and the write.
 func (s *Store) PutIf(ctx context.Context, key string, data []byte, ifMatch string) (storage.Info, error) {
+	in, err := s.putIf(ctx, key, data, ifMatch)
+	return in, denied(err)
+}
+
+func (s *Store) putIf(ctx context.Context, key string, data []byte, ifMatch string) (storage.Info, error) {
 	if err := checkKey(key); err != nil {
 		return storage.Info{}, err
 	}
@@ -337,6 +352,10 @@ func (s *Store) syncDir(dir string) {
 // Delete implements storage.Store. Emptied parent directories are removed
 // up to the root, best effort.
 func (s *Store) Delete(ctx context.Context, key string) error {
+	return denied(s.delete(ctx, key))
+}
+
+func (s *Store) delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}

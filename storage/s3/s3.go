@@ -352,8 +352,12 @@ func classify(err error) error {
 
 // wrap describes a failed operation, wrapping the matching sentinel and the
 // context's error when the context ended (the SDK does not always wrap it).
+// A write refused for permission is also storage.ErrDenied.
 func wrap(ctx context.Context, op, key string, err error) error {
 	if c := classify(err); c != nil {
+		if errors.Is(c, ErrAccessDenied) && (op == "put" || op == "putif" || op == "delete") {
+			c = fmt.Errorf("%w: %w", c, storage.ErrDenied)
+		}
 		err = fmt.Errorf("%w: %w", c, err)
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {

@@ -128,6 +128,12 @@ func WithSettle(settle, maxSettle time.Duration) Option {
 	return func(e *Engine) { e.settle, e.maxSettle = max(settle, 0), max(maxSettle, settle) }
 }
 
+// WithStoreCheck makes every sync fail at once, without retries, while
+// check returns an error: the store refuses this process's writes, so no
+// sync can succeed, and the error (which names the store) says why on the
+// catalog's status. RetryFailed starts them again once it is fixed.
+func WithStoreCheck(check func() error) Option { return func(e *Engine) { e.storeCheck = check } }
+
 // WithClock replaces time.Now for due-ness (tests).
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
 
@@ -158,7 +164,8 @@ type Engine struct {
 	log       *slog.Logger
 	now       func() time.Time
 
-	observers []pipeline.Observer
+	storeCheck func() error
+	observers  []pipeline.Observer
 
 	mu       sync.Mutex
 	states   map[string]*catalogState
@@ -307,6 +314,12 @@ func (e *Engine) startLocked(c pipeline.Catalog, st *catalogState) {
 }
 
 func (e *Engine) run(ctx context.Context, c pipeline.Catalog, op *Operation) {
+	if e.storeCheck != nil {
+		if err := e.storeCheck(); err != nil {
+			e.finish(c, op, pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonStorage, Err: err})
+			return
+		}
+	}
 	// The sync lease first, so that this replica alone reports the
 	// catalog while it waits for a slot and the registry's rate.
 	ctx, release, err := e.pl.HoldLease(ctx, c.Name, e.observers)
@@ -491,6 +504,27 @@ func (e *Engine) RunScheduler(ctx context.Context, every time.Duration) {
 		case <-time.After(backoff.Jitter(every)):
 		}
 	}
+}
+
+// RetryFailed triggers every catalog whose last sync failed and that is
+// not already queued or running, and returns their names: what to do when
+// the cause of failures that are not retried (a store refusing writes)
+// has gone.
+func (e *Engine) RetryFailed(ctx context.Context, reason string) []string {
+	var names []string
+	for _, c := range e.set.Catalogs() {
+		e.mu.Lock()
+		st := e.states[c.Name]
+		failed := st != nil && st.failures > 0 && st.running == nil && st.queued == nil
+		e.mu.Unlock()
+		if !failed {
+			continue
+		}
+		if _, err := e.Trigger(ctx, c.Name, reason); err == nil {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 // State returns what the engine knows of a catalog.

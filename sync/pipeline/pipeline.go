@@ -386,7 +386,8 @@ func registryError(ph Phase, err error) error {
 }
 
 func storageError(ph Phase, err error) error {
-	return &Error{Phase: ph, Reason: ReasonStorage, Retryable: true, Err: err}
+	// A store refusing writes is an operator's to fix: not retried.
+	return &Error{Phase: ph, Reason: ReasonStorage, Retryable: !errors.Is(err, storage.ErrDenied), Err: err}
 }
 
 // layerError classifies what went wrong while streaming layers: unsafe or
