@@ -27,6 +27,7 @@ type restartStack struct {
 // hour: within a test, only a start explains a sync nobody asked for.
 func startRestartStack(t *testing.T, names ...string) *restartStack {
 	t.Helper()
+	servers.CatalogsyncBinary(t) // skips under -short before any setup
 	dir := t.TempDir()
 	r := &restartStack{t: t, cfg: filepath.Join(dir, "catalogsync.yaml")}
 	r.writeConfig(names...)

@@ -99,6 +99,7 @@ func catalogState(t *testing.T, url, name string) api.Catalog {
 // catalog's sync with a message naming the store; once writable again,
 // the process gets ready and syncs the catalog without being asked.
 func TestServeUnwritableStoreFailsReadinessAndSync(t *testing.T) {
+	servers.CatalogsyncBinary(t) // skips under -short before any setup
 	store := filepath.Join(t.TempDir(), "store")
 	if err := os.MkdirAll(store, 0o755); err != nil {
 		t.Fatal(err)
