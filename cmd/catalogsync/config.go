@@ -76,6 +76,11 @@ func loadConfig(path string) (Config, error) {
 		if _, err := source.ParseRef(cat.Image); err != nil {
 			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
 		}
+		if cat.Signature != nil {
+			if err := sigpolicy.Checkable(cat.Image); err != nil {
+				return c, fmt.Errorf("%s: catalogs[%d] (%s): signature: %w", path, i, cat.Name, err)
+			}
+		}
 		if _, err := engine.PollInterval(float64(cat.PollIntervalMinutes)); err != nil {
 			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
 		}

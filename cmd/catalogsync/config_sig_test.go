@@ -51,4 +51,13 @@ catalogs:
 	if _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), "identiy") {
 		t.Fatalf("misspelt key: %v", err)
 	}
+	// A catalog's own requirement on an image whose signatures cannot be
+	// read is refused at load, saying why.
+	bad := "storage: {dir: /tmp/x}\ncatalogs:\n- name: archive\n  image: ocifile:///srv/catalog.tar:v1\n  signature: {keys: [/etc/catalogsync/cosign.pub]}\n"
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), "signatures of ocifile:// images cannot be read") {
+		t.Fatalf("unverifiable image: %v", err)
+	}
 }

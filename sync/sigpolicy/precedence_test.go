@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/regclient/regclient/types/ref"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // TestPrecedence: a catalog's own requirement wins, then the longest
-// matching prefix (whole path elements); no match needs no signature.
+// matching prefix (whole path elements; for an OCI layout, of its cleaned
+// directory); no match needs no signature.
 func TestPrecedence(t *testing.T) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -31,6 +33,7 @@ func TestPrecedence(t *testing.T) {
 		{Prefix: "reg.example/acme", Requirement: keys},
 		{Prefix: "reg.example/acme/team/", Requirement: keys},
 		{Name: "strict", Requirement: keys},
+		{Prefix: "ocidir:///srv/layouts/", Requirement: keys},
 	}, map[string]CatalogRule{"own": {Requirement: keys}, "ref": {Rule: "strict"}})
 	if err != nil {
 		t.Fatal(err)
@@ -44,9 +47,19 @@ func TestPrecedence(t *testing.T) {
 		{"own", "reg.example/acme/team/x", `catalog "own"`},
 		{"own", "other.example/x", `catalog "own"`},
 		{"ref", "reg.example/acme/x", `rule "strict"`},
+		{"c", "ocidir:///srv/layouts/acme:v1", `rule for prefix "ocidir:///srv/layouts/"`},
+		{"c", "ocidir:///srv/layouts/team/../acme:v1", `rule for prefix "ocidir:///srv/layouts/"`},
+		{"c", "ocidir:///srv/layouts/../acme:v1", ""},
+		{"c", "ocidir:///srv/layoutsx/acme:v1", ""},
+		{"c", "ocidir://srv/layouts/acme:v1", ""},
+		{"own", "ocidir:///anywhere:v1", `catalog "own"`},
 	} {
+		name := tc.image
+		if r, err := ref.New(tc.image); err == nil && r.Scheme == "ocidir" {
+			name, _ = imageName(r)
+		}
 		got := ""
-		if r := p.requirementFor(tc.catalog, tc.image); r != nil {
+		if r := p.requirementFor(tc.catalog, name); r != nil {
 			got = r.label
 		}
 		if got != tc.want {

@@ -5,7 +5,10 @@
 // keyless (certificate) signature whose identity and issuer match.
 //
 // Signatures are found as sigstore bundles attached to the image digest as
-// OCI referrers and, for keys, by the cosign tag scheme (sha256-<hex>.sig).
+// OCI referrers and, for keys, by the cosign tag scheme (sha256-<hex>.sig),
+// in the image's registry repository or in its OCI layout (ocidir://). A
+// requirement that applies is never skipped: an image whose signatures
+// cannot be read fails.
 // Bundles are verified with sigstore-go, tag signatures with sigstore's
 // signature package.
 package sigpolicy
@@ -14,7 +17,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+
+	"github.com/regclient/regclient/types/ref"
 
 	"github.com/catalogsync/catalogsync/sync/source"
 )
@@ -106,7 +112,7 @@ func New(src *source.Client, rules []Rule, catalogs map[string]CatalogRule) (*Po
 			named[r.Name] = req
 		}
 		if r.Prefix != "" {
-			p.prefixes = append(p.prefixes, prefixRule{strings.TrimSuffix(r.Prefix, "/"), req})
+			p.prefixes = append(p.prefixes, prefixRule{rulePrefix(r.Prefix), req})
 		}
 	}
 	for name, c := range catalogs {
@@ -152,6 +158,46 @@ func load(label string, r Requirement) (*requirement, error) {
 	return req, nil
 }
 
+// layoutScheme begins the name of an OCI layout in rules and messages.
+const layoutScheme = "ocidir://"
+
+// imageName is the name prefix rules match: host/repository for a
+// registry image, ocidir:// and the cleaned directory for an OCI layout
+// (so a rule for ocidir:///srv/layouts covers the layouts below it, and
+// ../ cannot step out of it); ok is false for a scheme whose signatures
+// cannot be read.
+func imageName(r ref.Ref) (string, bool) {
+	switch r.Scheme {
+	case "reg":
+		return r.Registry + "/" + r.Repository, true
+	case "ocidir":
+		return layoutScheme + filepath.Clean(r.Path), true
+	}
+	return r.Scheme + "://" + r.Path, false
+}
+
+// Checkable says why the signatures of image cannot be checked, nil when
+// they can: a configuration that requires a signature of such an image is
+// refused at load instead of failing every sync.
+func Checkable(image string) error {
+	r, err := source.ParseRef(image)
+	if err != nil {
+		return err
+	}
+	if _, ok := imageName(r); !ok {
+		return fmt.Errorf("%w: signatures of %s:// images cannot be read; use a registry or an ocidir:// layout", ErrConfig, r.Scheme)
+	}
+	return nil
+}
+
+// rulePrefix is a rule's prefix as imageName spells names.
+func rulePrefix(prefix string) string {
+	if dir, ok := strings.CutPrefix(prefix, layoutScheme); ok && dir != "" {
+		return layoutScheme + filepath.Clean(dir)
+	}
+	return strings.TrimSuffix(prefix, "/")
+}
+
 // requirementFor picks the requirement of a catalog and its image name.
 func (p *Policy) requirementFor(catalog, name string) *requirement {
 	if req := p.catalogs[catalog]; req != nil {
@@ -160,7 +206,7 @@ func (p *Policy) requirementFor(catalog, name string) *requirement {
 	var best *requirement
 	n := -1
 	for _, r := range p.prefixes {
-		if (name == r.prefix || strings.HasPrefix(name, r.prefix+"/")) && len(r.prefix) > n {
+		if (name == r.prefix || strings.HasPrefix(name, strings.TrimSuffix(r.prefix, "/")+"/")) && len(r.prefix) > n {
 			best, n = r.req, len(r.prefix)
 		}
 	}
@@ -172,12 +218,18 @@ func (p *Policy) requirementFor(catalog, name string) *requirement {
 // requirement applies).
 func (p *Policy) Check(ctx context.Context, catalog, image string, res source.Resolved) (string, error) {
 	r, err := source.ParseRef(image)
-	if err != nil || r.Scheme != "reg" {
-		return "", nil
+	if err != nil {
+		return "", err
 	}
-	req := p.requirementFor(catalog, r.Registry+"/"+r.Repository)
-	if req == nil {
+	name, ok := imageName(r)
+	req := p.requirementFor(catalog, name)
+	switch {
+	case req == nil:
 		return "", nil
+	case !ok:
+		// Never skipped in silence: a requirement that cannot be checked
+		// fails the sync.
+		return "", fmt.Errorf("%w: %s: signatures of %s:// images cannot be read (%s)", ErrUnsigned, req.label, r.Scheme, image)
 	}
 	bundles, err := p.src.SigstoreBundles(ctx, res)
 	if err != nil {

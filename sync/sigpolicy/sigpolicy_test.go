@@ -1,15 +1,11 @@
 package sigpolicy_test
 
 import (
-	"bytes"
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,14 +13,8 @@ import (
 	"testing"
 	"time"
 
-	digest "github.com/opencontainers/go-digest"
 	"github.com/regclient/regclient"
-	"github.com/regclient/regclient/types/descriptor"
-	"github.com/regclient/regclient/types/manifest"
-	v1 "github.com/regclient/regclient/types/oci/v1"
-	"github.com/regclient/regclient/types/ref"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
@@ -55,35 +45,7 @@ func newKey(t *testing.T) (*ecdsa.PrivateKey, string) {
 // at the tag of taggedDigest (the same for a genuine signature).
 func sign(t *testing.T, rc *regclient.RegClient, repo string, key *ecdsa.PrivateKey, taggedDigest, signedDigest string) {
 	t.Helper()
-	ctx := context.Background()
-	payload := []byte(fmt.Sprintf(`{"critical":{"identity":{"docker-reference":%q},"image":{"docker-manifest-digest":%q},"type":"cosign container image signature"},"optional":null}`, repo, signedDigest))
-	signer, err := signature.LoadSigner(key, crypto.SHA256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := signer.SignMessage(bytes.NewReader(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := ref.New(repo + ":" + strings.Replace(taggedDigest, ":", "-", 1) + ".sig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	put := func(mt string, b []byte) descriptor.Descriptor {
-		d := descriptor.Descriptor{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b))}
-		if _, err := rc.BlobPut(ctx, r, d, bytes.NewReader(b)); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	cfg := put("application/vnd.oci.image.config.v1+json", []byte(`{"architecture":"","os":"","rootfs":{"type":"layers","diff_ids":[]},"config":{}}`))
-	layer := put("application/vnd.dev.cosign.simplesigning.v1+json", payload)
-	layer.Annotations = map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)}
-	m, err := manifest.New(manifest.WithOrig(v1.Manifest{Versioned: v1.ManifestSchemaVersion, MediaType: "application/vnd.oci.image.manifest.v1+json", Config: cfg, Layers: []descriptor.Descriptor{layer}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rc.ManifestPut(ctx, r, m); err != nil {
+	if err := imagebuild.CosignSign(context.Background(), rc, repo, key, taggedDigest, signedDigest); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -36,8 +36,8 @@ const cosignSigAnnotation = "dev.cosignproject.cosign/signature"
 // mirror serves them too); none when the tag does not exist.
 func (s *Client) CosignSignatures(ctx context.Context, res Resolved) ([]CosignSignature, error) {
 	alg, hex, ok := strings.Cut(res.Digest, ":")
-	if !ok || res.ref.Scheme != "reg" {
-		return nil, fmt.Errorf("%w: no registry digest to look signatures up for", ErrInvalidRef)
+	if !ok || !signable(res.ref) {
+		return nil, fmt.Errorf("%w: no registry or layout digest to look signatures up for", ErrInvalidRef)
 	}
 	sr := res.ref.SetTag(alg + "-" + hex + ".sig")
 	m, err := s.acc.client().ManifestGet(ctx, sr)
@@ -98,8 +98,8 @@ const (
 // manifest does not name the digest as its subject, or whose bundle is
 // larger than maxBundle, is skipped.
 func (s *Client) SigstoreBundles(ctx context.Context, res Resolved) ([][]byte, error) {
-	if !strings.Contains(res.Digest, ":") || res.ref.Scheme != "reg" {
-		return nil, fmt.Errorf("%w: no registry digest to look signatures up for", ErrInvalidRef)
+	if !strings.Contains(res.Digest, ":") || !signable(res.ref) {
+		return nil, fmt.Errorf("%w: no registry or layout digest to look signatures up for", ErrInvalidRef)
 	}
 	subject := res.ref.SetDigest(res.Digest)
 	rl, err := s.acc.client().ReferrerList(ctx, subject, scheme.WithReferrerMatchOpt(descriptor.MatchOpt{ArtifactType: SigstoreBundleType}))
@@ -173,3 +173,8 @@ func BundleLayer(raw []byte, subjectDigest string) (descriptor.Descriptor, bool)
 	}
 	return descriptor.Descriptor{}, false
 }
+
+// signable tells whether signatures can be looked up beside r: in a
+// registry repository, or in an OCI layout (which holds the cosign tag and
+// referrers the same way).
+func signable(r ref.Ref) bool { return r.Scheme == "reg" || r.Scheme == "ocidir" }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/regclient/regclient"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+)
+
+// serve with a catalog read from an OCI layout (ocidir://) that has keys
+// of its own: the signed image is published with what verified it; an
+// unsigned one pushed to the same tag fails terminally and the signed
+// catalog stays served.
+func TestServeVerifiesLayoutSignature(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := cryptoutils.MarshalPublicKeyToPEM(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(t.TempDir(), "cosign.pub")
+	if err := os.WriteFile(pub, pem, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs("../..")
+	layout := "ocidir://" + filepath.Join(t.TempDir(), "catalog")
+	rc := regclient.New()
+	push := func(variant string) string {
+		img := imagebuild.FromDir(filepath.Join(root, "testdata/fbc/tiny/configs"), "/configs")
+		img.Labels["test.catalogsync/variant"] = variant
+		d, err := imagebuild.Push(context.Background(), rc, layout+":v1", img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	good := push("signed")
+	if err := imagebuild.CosignSign(context.Background(), rc, layout, key, good, good); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeServeConfig(t, fmt.Sprintf("catalogs:\n- name: local\n  image: %s:v1\n  signature: {keys: [%s]}\n", layout, pub))
+	s := startServe(t, "--config", cfg, "--store", t.TempDir(), "--api-open")
+
+	v, body := settledCatalog(t, s.addr, "local", "Succeeded")
+	if v.Published == nil || v.Published.Digest != good || !strings.Contains(v.Published.VerifiedBy, "cosign key "+pub) {
+		t.Fatalf("signed layout: %s", body)
+	}
+	push("unsigned")
+	if code, b := do(t, "POST", "http://"+s.addr+"/api/v1/catalogs/local/sync", "", nil); code != 202 {
+		t.Fatalf("sync: %d %s", code, b)
+	}
+	v, body = settledCatalog(t, s.addr, "local", "Failed")
+	if e := v.LastSync.Error; e == nil || e.Reason != "SignatureInvalid" || e.Retryable || !strings.Contains(e.Message, "not signed") {
+		t.Fatalf("unsigned layout: %s", body)
+	}
+	if v.Published == nil || v.Published.Digest != good || !v.NextRetry.IsZero() {
+		t.Fatalf("after the unsigned image: %s", body)
+	}
+}
