@@ -23,7 +23,14 @@ func (b Backoff) Delay(attempt int, retryAfter time.Duration) time.Duration {
 	for i := 0; i < attempt && d < b.Max; i++ {
 		d *= 2
 	}
-	d = min(d, b.Max)
+	return jitter(min(d, b.Max), retryAfter)
+}
+
+// AtCap returns the wait at the cap, as Delay gives after many failures,
+// never less than what the registry asked for.
+func (b Backoff) AtCap(retryAfter time.Duration) time.Duration { return jitter(b.Max, retryAfter) }
+
+func jitter(d, retryAfter time.Duration) time.Duration {
 	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64())) //nolint:gosec // G404: retry jitter, not a secret
 	return max(d, retryAfter)
 }

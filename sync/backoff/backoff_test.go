@@ -17,3 +17,17 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("Retry-After not honoured: %v", d)
 	}
 }
+
+// AtCap waits the cap (with the jitter of Delay there) whatever the
+// failure count, and never less than Retry-After.
+func TestBackoffAtCap(t *testing.T) {
+	b := Backoff{Min: time.Second, Max: 10 * time.Second}
+	for range 20 {
+		if d := b.AtCap(0); d < 8*time.Second || d > 12*time.Second {
+			t.Fatalf("AtCap %v, want 10s ±20%%", d)
+		}
+	}
+	if d := b.AtCap(time.Minute); d != time.Minute {
+		t.Errorf("Retry-After not honoured: %v", d)
+	}
+}

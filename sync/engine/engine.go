@@ -401,15 +401,18 @@ func (e *Engine) finish(c pipeline.Catalog, op *Operation, res pipeline.Result, 
 		return
 	}
 	if se != nil && se.Retryable {
-		e.retryLocked(c.Name, st, se.RetryAfter)
+		e.retryLocked(c.Name, st, se)
 	}
 }
 
 // retryLocked plans the catalog's next attempt after a retryable failure:
-// after the backoff for its failure count, and never before the
-// registry's Retry-After.
-func (e *Engine) retryLocked(name string, st *catalogState, retryAfter time.Duration) {
-	d := e.backoff.Delay(st.failures-1, retryAfter)
+// after the backoff for its failure count (its cap for a failure that asks
+// for it), and never before the registry's Retry-After.
+func (e *Engine) retryLocked(name string, st *catalogState, se *pipeline.Error) {
+	d := e.backoff.Delay(st.failures-1, se.RetryAfter)
+	if se.BackoffToCap() {
+		d = e.backoff.AtCap(se.RetryAfter)
+	}
 	st.nextRetry = e.now().Add(d)
 	st.retry = time.AfterFunc(d, func() {
 		e.mu.Lock()

@@ -429,3 +429,40 @@ func TestUnitFirstRetryAfterMinimum(t *testing.T) {
 		t.Fatalf("first retry at %v, want an hour (±20%%) after %v", st.NextRetry, t0)
 	}
 }
+
+// A refused login is retried at the backoff's cap from the first failure;
+// a success clears the failures, so a blip after it waits the minimum.
+func TestUnitAuthFailureRetriesAtCap(t *testing.T) {
+	t.Parallel()
+	r := newFakeRunner()
+	r.outcome = func(_ string, n int) (pipeline.Result, error) {
+		switch n {
+		case 1:
+			return pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonAuth, Retryable: true}
+		case 2:
+			return pipeline.Result{}, nil
+		}
+		return pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonRegistry, Retryable: true}
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}},
+		engine.WithBackoff(backoff.Backoff{Min: time.Minute, Max: 100 * time.Hour}), engine.WithClock(func() time.Time { return t0 }))
+	next := func(what string) time.Time {
+		eng.Trigger(ctx, "c", what)
+		waitFor(t, what, time.Minute, func() bool {
+			st, _ := eng.State("c")
+			return st.Running == nil && st.Queued == nil && st.Last != nil && slices.Contains(st.Last.Reasons, what)
+		})
+		st, _ := eng.State("c")
+		return st.NextRetry
+	}
+	if at := next("auth"); at.Before(t0.Add(80*time.Hour)) || at.After(t0.Add(120*time.Hour)) {
+		t.Fatalf("after a refused login: retry at %v, want the cap (100h ±20%%) after %v", at, t0)
+	}
+	if at := next("success"); !at.IsZero() {
+		t.Fatalf("after a success: retry planned at %v", at)
+	}
+	if at := next("blip"); at.Before(t0.Add(48*time.Second)) || at.After(t0.Add(72*time.Second)) {
+		t.Fatalf("a blip after the success: retry at %v, want the minimum after %v", at, t0)
+	}
+}

@@ -17,6 +17,7 @@ type Reason string
 const (
 	ReasonInvalidRef      Reason = "InvalidImageRef"
 	ReasonRegistry        Reason = "RegistryError"
+	ReasonAuth            Reason = "AuthenticationFailed"
 	ReasonNotCatalogImage Reason = "NotCatalogImage"
 	ReasonMissingLabel    Reason = "MissingCatalogLabel"
 	ReasonUnsafeImage     Reason = "UnsafeImage"
@@ -34,7 +35,8 @@ var ErrSync = errors.New("sync failed")
 // Error is a failed sync. Retryable errors (network, 5xx, 429, auth,
 // storage) are worth another attempt with backoff; terminal ones (a bad
 // reference, a digest-pinned image that is not a valid catalog) are not
-// until the catalog's spec changes.
+// until the catalog's spec changes. A refused login (ReasonAuth) is
+// retried at the backoff's cap (BackoffToCap).
 type Error struct {
 	Phase      Phase
 	Reason     Reason
@@ -58,6 +60,12 @@ func (e *Error) Unwrap() []error { return []error{ErrSync, e.Err} }
 func (e *Error) LogValue() slog.Value {
 	return slog.StringValue(truncate.Text(e.Error(), truncate.Log))
 }
+
+// BackoffToCap reports whether the next attempt should wait the longest
+// backoff at once: refused credentials do not come right by themselves
+// within seconds, and retrying them fast may lock the account. A trigger
+// (a push, the API) still syncs at once.
+func (e *Error) BackoffToCap() bool { return e.Reason == ReasonAuth }
 
 // AsError returns err's *Error, if it is one.
 func AsError(err error) (*Error, bool) {

@@ -381,6 +381,8 @@ func registryError(ph Phase, err error) error {
 		reason = ReasonInvalidRef
 	case errors.Is(err, source.ErrNotImage):
 		reason = ReasonNotCatalogImage
+	case errors.Is(err, source.ErrAuth):
+		reason = ReasonAuth
 	}
 	return &Error{Phase: ph, Reason: reason, Retryable: source.Retryable(err), RetryAfter: source.RetryAfter(err), Err: err}
 }

@@ -45,6 +45,11 @@ var (
 	// ErrLocalMissing is returned for an ocidir:// reference whose
 	// directory does not exist: waiting will not make it appear.
 	ErrLocalMissing = errors.New("local image layout does not exist")
+	// ErrAuth is wrapped by registry errors that refused access (401,
+	// 403): credentials missing or wrong, or without pull access. It is
+	// retryable, but not soon: credentials change when someone changes
+	// them.
+	ErrAuth = errors.New("registry authentication failed")
 )
 
 // Host configures how one registry host is reached.
@@ -451,6 +456,11 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // wrap turns a regclient error into one that says what failed, and keeps
 // the sentinel values so callers can classify it.
 func (s *Client) wrap(r ref.Ref, what string, err error) error {
+	if errors.Is(err, errs.ErrHTTPUnauthorized) {
+		// Says where to look, never what was sent.
+		err = fmt.Errorf("%w: %s refused access to %s (credentials missing or wrong, or without pull access; check the credentials configured for %s): %w",
+			ErrAuth, r.Registry, r.Repository, r.Registry, err)
+	}
 	e := &RegistryError{Op: what, Ref: r.CommonName(), Err: err}
 	if r.Scheme == "reg" {
 		e.RetryAfter = s.ra.get(r.Registry)
@@ -469,8 +479,8 @@ func (e *RegistryError) Error() string { return fmt.Sprintf("%s %s: %v", e.Op, e
 func (e *RegistryError) Unwrap() error { return e.Err }
 
 // Retryable reports whether err is worth another attempt later: network
-// errors, timeouts, 5xx, 429, authentication and not-found (a tag may
-// appear, a mirror may catch up). Malformed references and content that is
+// errors, timeouts, 5xx, 429, authentication (ErrAuth: credentials may be
+// fixed) and not-found (a tag may appear, a mirror may catch up). Malformed references and content that is
 // not a catalog image are not.
 func Retryable(err error) bool {
 	switch {
