@@ -325,6 +325,14 @@ func (a *attempt) upToDate(ctx context.Context, resolved source.Resolved) (bool,
 		a.prev = &meta
 		return false, nil
 	}
+	if cur.VerifiedBy == "" {
+		// Published before a requirement applied to it (or before it was
+		// checked for this kind of image): a requirement that applies now
+		// is checked, on every poll until a verified digest is published.
+		if err := a.p.checkSignature(ctx, a.c, resolved, &a.res); err != nil {
+			return false, err
+		}
+	}
 	a.res.Action, a.res.Meta = ActionUpToDate, meta
 	return true, nil
 }
