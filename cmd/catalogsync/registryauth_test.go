@@ -90,3 +90,33 @@ func TestServeRegistryAuthFailure(t *testing.T) {
 		t.Fatalf("after a success: %s", body)
 	}
 }
+
+// The same refusal for a ClusterCatalog on a real kube-apiserver: its
+// Progressing condition stays catalogd's True/Retrying with
+// AuthenticationFailed leading the message, and the status shows no
+// password; REST says the same as in config mode.
+func TestServeRegistryAuthFailureStatus(t *testing.T) {
+	const user, good, wrong = "reader", "right-Pw-71c2aa", "wrong-Pw-0d4e9b"
+	reg, ca, _ := privateRegistry(t, user, good)
+	kube := servers.StartKube(t)
+	k := kubectlOn(t, kube)
+	root, _ := filepath.Abs("../..")
+	k("", "apply", "-f", filepath.Join(root, "deploy/crd/clustercatalog.yaml"))
+	k("", "wait", "--for", "condition=Established", "--timeout", "60s", "crd/clustercatalogs.olm.operatorframework.io")
+	cfg := writeServeConfig(t, registryCreds(reg, ca, user, wrong))
+	s := startServe(t, "--config", cfg, "--store", t.TempDir(), "--clustercatalogs", "--kubeconfig", kube.Kubeconfig, "--base-url", "http://example.test")
+	k(fmt.Sprintf("apiVersion: olm.operatorframework.io/v1\nkind: ClusterCatalog\nmetadata:\n  name: private\nspec:\n  source:\n    type: Image\n    image:\n      ref: %s/acme/private:v1\n", reg.Host), "apply", "-f", "-")
+
+	v, body := settledCatalog(t, s.addr, "private", "Failed")
+	authFailed(t, v, body, reg.Host, good, wrong)
+	cond := func(f string) string {
+		return k("", "get", "clustercatalog", "private", "-o", `jsonpath={.status.conditions[?(@.type=="Progressing")].`+f+`}`)
+	}
+	eventually(t, "Progressing Retrying", 30*time.Second, func() bool { return cond("reason") == "Retrying" })
+	if msg := cond("message"); !strings.HasPrefix(msg, "AuthenticationFailed while resolving: ") || !strings.Contains(msg, "credentials configured for "+reg.Host) {
+		t.Errorf("Progressing message %q", msg)
+	}
+	if st := k("", "get", "clustercatalog", "private", "-o", "json"); strings.Contains(st, good) || strings.Contains(st, wrong) {
+		t.Error("the status shows a password")
+	}
+}
