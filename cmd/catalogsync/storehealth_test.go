@@ -82,8 +82,8 @@ func readyStatus(url string) (int, string) {
 	return resp.StatusCode, b.String()
 }
 
-// catalogState is the REST view of one catalog.
-func catalogState(t *testing.T, url, name string) api.Catalog {
+// catalogView is the REST view of one catalog.
+func catalogView(t *testing.T, url, name string) api.Catalog {
 	t.Helper()
 	var c api.Catalog
 	resp, err := http.Get(url + "/api/v1/catalogs/" + name)
@@ -116,7 +116,7 @@ func TestServeUnwritableStoreFailsReadinessAndSync(t *testing.T) {
 		return code == http.StatusServiceUnavailable && strings.Contains(body, store)
 	})
 	eventually(t, "the catalog's sync to fail naming the store", time.Minute, func() bool {
-		c := catalogState(t, url, "sample")
+		c := catalogView(t, url, "sample")
 		return c.ConsecutiveFailures > 0 && c.LastSync != nil && c.LastSync.Error != nil &&
 			strings.Contains(c.LastSync.Error.Message, store)
 	})
@@ -126,7 +126,7 @@ func TestServeUnwritableStoreFailsReadinessAndSync(t *testing.T) {
 		return code == http.StatusOK
 	})
 	eventually(t, "the catalog to be published after the store recovered", time.Minute, func() bool {
-		return catalogState(t, url, "sample").Published != nil
+		return catalogView(t, url, "sample").Published != nil
 	})
 }
 
