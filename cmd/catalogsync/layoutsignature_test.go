@@ -87,6 +87,12 @@ func TestServeVerifiesLayoutPublishedBeforeItsPolicy(t *testing.T) {
 	if v.Published == nil || v.Published.Digest != d || v.LastSync.Result == nil || !strings.Contains(v.LastSync.Result.VerifiedBy, "cosign key "+pub) {
 		t.Fatalf("signed afterwards: %s", body)
 	}
+	// The published pointer records the verification, so the catalog's
+	// state (and its Serving status) says it was verified, and later
+	// polls need not check it again.
+	if !strings.Contains(v.Published.VerifiedBy, "cosign key "+pub) {
+		t.Fatalf("signed afterwards, the published pointer does not say so: %s", body)
+	}
 }
 
 // cosignKey makes a signing key and writes its public half as PEM.

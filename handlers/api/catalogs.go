@@ -128,12 +128,14 @@ func (h *Handler) catalogView(ctx context.Context, c pipeline.Catalog, base stri
 	switch {
 	case err == nil:
 		v.Published = publishedView(ptr)
-		// What verified the served content is in its meta.json.
+		// What verified the served content: the pointer says so when the
+		// check came after the content was stored, else its meta.json.
 		meta, ok, err := catalog.HasContent(ctx, h.store, c.Name, ptr.Digest)
 		if err != nil {
 			return v, err
 		}
-		if ok {
+		v.Published.VerifiedBy = ptr.VerifiedBy
+		if ok && ptr.VerifiedBy == "" {
 			v.Published.VerifiedBy = meta.VerifiedBy
 		}
 	case errors.Is(err, storage.ErrNotExist):

@@ -537,6 +537,35 @@ func TestPublish(t *testing.T) {
 	}
 }
 
+// A verification found after the content was published is recorded on the
+// pointer, which keeps its publish time; publishing without one again does
+// not erase it.
+func TestPublishRecordsLaterVerification(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	a := digestOf("a")
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	writeCatalog(t, s, "p", a, []obj{{"s", "", "a", []byte("a\n")}})
+	if err := Publish(ctx, s, "p", Pointer{Digest: a, Ref: "r", ResolvedAt: t0, PublishedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Publish(ctx, s, "p", Pointer{Digest: a, Ref: "r", ResolvedAt: t0.Add(time.Hour), VerifiedBy: "key k"}); err != nil {
+		t.Fatal(err)
+	}
+	p, e1, err := Current(ctx, s, "p")
+	if err != nil || p.VerifiedBy != "key k" || !p.PublishedAt.Equal(t0) || !p.ResolvedAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("after the verification: %+v, %v; want verified by key k, published at %s", p, err, t0)
+	}
+	for _, by := range []string{"", "key k"} {
+		if err := Publish(ctx, s, "p", Pointer{Digest: a, Ref: "r", ResolvedAt: t0.Add(2 * time.Hour), VerifiedBy: by}); err != nil {
+			t.Fatal(err)
+		}
+		if p, e, _ := Current(ctx, s, "p"); e != e1 || p.VerifiedBy != "key k" {
+			t.Errorf("publishing again verified by %q rewrote the pointer: %+v", by, p)
+		}
+	}
+}
+
 // Concurrent publishers of different resolutions converge on the newest,
 // whatever order they run in; the others get ErrStale or succeed first.
 func TestPublishRace(t *testing.T) {

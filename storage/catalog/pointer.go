@@ -88,8 +88,9 @@ func readControl(ctx context.Context, s storage.Store, key string, v any) (strin
 // retrying when another publisher got in between, and refuses with ErrStale
 // to replace a pointer resolved later than p, so concurrent or delayed
 // publishers converge on the newest resolution. Publishing what is already
-// current (same digest and ref) is a successful no-op. A zero PublishedAt
-// is set to now.
+// current (same digest and ref) is a successful no-op, unless it adds a
+// verification the pointer lacks: then the pointer is rewritten with it,
+// keeping its PublishedAt. A zero PublishedAt is set to now.
 func Publish(ctx context.Context, s storage.Store, name string, p Pointer) error {
 	if err := checkName(name); err != nil {
 		return err
@@ -107,16 +108,9 @@ func Publish(ctx context.Context, s storage.Store, name string, p Pointer) error
 	if !ok {
 		return fmt.Errorf("catalog: publish %s at %s: %w", name, p.Digest, ErrIncomplete)
 	}
-	if p.PublishedAt.IsZero() {
-		p.PublishedAt = time.Now().UTC()
-	}
-	data, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("catalog: publish %s: %w", name, err)
-	}
-	data = append(data, '\n')
 	key := catalogPrefix(name) + currentFile
 	for attempt := 0; ; attempt++ {
+		next := p
 		cur, etag, err := readPointer(ctx, s, name)
 		switch {
 		case errors.Is(err, storage.ErrNotExist):
@@ -126,11 +120,18 @@ func Publish(ctx context.Context, s storage.Store, name string, p Pointer) error
 		case err != nil:
 			return err
 		case cur.Digest == p.Digest && cur.Ref == p.Ref:
-			return nil
+			if p.VerifiedBy == "" || cur.VerifiedBy == p.VerifiedBy {
+				return nil
+			}
+			next.PublishedAt = cur.PublishedAt
 		case cur.ResolvedAt.After(p.ResolvedAt):
 			return fmt.Errorf("catalog: publish %s at %s resolved %s: current %s resolved %s: %w",
 				name, p.Digest, p.ResolvedAt.Format(time.RFC3339Nano), cur.Digest,
 				cur.ResolvedAt.Format(time.RFC3339Nano), ErrStale)
+		}
+		data, err := pointerData(next)
+		if err != nil {
+			return fmt.Errorf("catalog: publish %s: %w", name, err)
 		}
 		_, err = s.PutIf(ctx, key, data, etag)
 		if !errors.Is(err, storage.ErrPrecondition) {
@@ -203,4 +204,14 @@ func LastPoll(ctx context.Context, s storage.Store, name string) (Poll, error) {
 		return Poll{}, fmt.Errorf("catalog: %s: %w: %v", key, ErrCorrupt, err)
 	}
 	return p, nil
+}
+
+// pointerData is p as stored: JSON and a newline, PublishedAt set to now
+// when zero.
+func pointerData(p Pointer) ([]byte, error) {
+	if p.PublishedAt.IsZero() {
+		p.PublishedAt = time.Now().UTC()
+	}
+	data, err := json.Marshal(p)
+	return append(data, '\n'), err
 }

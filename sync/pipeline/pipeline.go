@@ -270,8 +270,10 @@ func (a *attempt) sync(ctx context.Context) error {
 		}
 		return err
 	}
-	if err := a.p.checkSignature(ctx, a.c, resolved, &a.res); err != nil {
-		return err
+	if a.res.VerifiedBy == "" { // else upToDate has just verified it
+		if err := a.p.checkSignature(ctx, a.c, resolved, &a.res); err != nil {
+			return err
+		}
 	}
 	ptr := catalog.Pointer{Digest: resolved.Digest, Ref: a.c.Image, ResolvedRef: resolved.Ref, Mirror: resolved.Mirror,
 		VerifiedBy: a.res.VerifiedBy, ResolvedAt: poll.Time}
@@ -328,9 +330,13 @@ func (a *attempt) upToDate(ctx context.Context, resolved source.Resolved) (bool,
 	if cur.VerifiedBy == "" {
 		// Published before a requirement applied to it (or before it was
 		// checked for this kind of image): a requirement that applies now
-		// is checked, on every poll until a verified digest is published.
+		// is checked, and once it holds the pointer is published again to
+		// record it, so later polls skip the check.
 		if err := a.p.checkSignature(ctx, a.c, resolved, &a.res); err != nil {
 			return false, err
+		}
+		if a.res.VerifiedBy != "" {
+			return false, nil
 		}
 	}
 	a.res.Action, a.res.Meta = ActionUpToDate, meta
