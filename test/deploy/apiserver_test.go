@@ -64,15 +64,6 @@ func joinDocs(objs []object) []byte {
 	return b.Bytes()
 }
 
-func nonKnative(objs []object) (out []object) {
-	for _, o := range objs {
-		if !o.isKnative() {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // TestAPIServer checks the manifests against a real kube-apiserver: the
 // CRD installs, every non-Knative object passes a server-side dry-run
 // apply with strict field validation, the RBAC is least-privilege, and
@@ -87,6 +78,7 @@ func TestAPIServer(t *testing.T) {
 	k.must(nil, "apply", "--server-side", "-f", filepath.Join(dd, "crd", "clustercatalog.yaml"))
 	k.must(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/clustercatalogs.olm.operatorframework.io")
 	k.must(nil, "apply", "--server-side", "-f", filepath.Join(dd, "base", "namespace.yaml"))
+	installThirdPartyCRDs(t, k)
 
 	dryRun := func(t *testing.T, what string, objs []object) {
 		t.Helper()
@@ -108,7 +100,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("dry-run every manifest file", func(t *testing.T) {
 		n := 0
 		for _, f := range manifestFiles(t) {
-			objs := nonKnative(readObjects(t, f))
+			objs := readObjects(t, f)
 			n += len(objs)
 			rel, _ := filepath.Rel(repoRoot(t), f)
 			dryRun(t, rel, objs)
@@ -118,8 +110,15 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("dry-run rendered overlays", func(t *testing.T) {
-		for _, overlay := range []string{knativeDir, plainDir} {
-			dryRun(t, "deploy/"+overlay, nonKnative(render(t, overlay)))
+		for _, overlay := range overlays {
+			t.Run(overlay, func(t *testing.T) {
+				dryRun(t, "deploy/"+overlay, render(t, overlay))
+			})
+		}
+		for _, c := range combos {
+			t.Run(c.String(), func(t *testing.T) {
+				dryRun(t, c.String(), renderCombo(t, c))
+			})
 		}
 	})
 	t.Run("dry-run rejects a misplaced field", func(t *testing.T) {
@@ -214,19 +213,39 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 
+	// The quickstart as it is, and the most configured production
+	// Deployment: the config files load, the env they read is set.
 	t.Run("serve runs as the service account", func(t *testing.T) {
-		serveAsServiceAccount(t, k)
+		t.Run("quickstart", func(t *testing.T) {
+			serveAsServiceAccount(t, k, "quickstart", render(t, "quickstart"))
+		})
+		c := combo{plainDir, []string{"webhooks"}}
+		t.Run(c.String(), func(t *testing.T) {
+			serveAsServiceAccount(t, k, "plain-webhooks", renderCombo(t, c))
+		})
 	})
 }
 
-// serveAsServiceAccount starts the real binary with the plain Deployment's
-// args and env and the ConfigMap's config file, authenticated as the
+// installThirdPartyCRDs installs the tests' minimal CRDs for the
+// cert-manager and Knative kinds deploy/ uses (testdata/crds): with them
+// the apiserver dry-runs every object of every overlay; without them it
+// would refuse the kinds it does not know.
+func installThirdPartyCRDs(t *testing.T, k kube) {
+	t.Helper()
+	k.must(nil, "apply", "--server-side", "-f", filepath.Join("testdata", "crds"))
+	k.must(nil, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/certificates.cert-manager.io", "crd/services.serving.knative.dev", "crd/brokers.eventing.knative.dev",
+		"crd/triggers.eventing.knative.dev", "crd/pingsources.sources.knative.dev", "crd/apiserversources.sources.knative.dev")
+}
+
+// serveAsServiceAccount starts the real binary with the rendered
+// Deployment's args and env and the ConfigMap's config file, authenticated as the
 // catalogsync service account, and waits until it has labelled a new
 // ClusterCatalog and written its status: the RBAC is not only small but
 // enough, and the config file loads. The store is a local directory, not
 // S3: no MinIO is started here, and the S3 path has its own tests.
-func serveAsServiceAccount(t *testing.T, k kube) {
-	objs := render(t, plainDir)
+func serveAsServiceAccount(t *testing.T, k kube, what string, objs []object) {
+	ccName := "deploy-check-" + what
 	o, _ := find(objs, "Deployment", "catalogsync")
 	var d deployment
 	decodeStrict(t, o, &d)
@@ -318,7 +337,7 @@ func serveAsServiceAccount(t *testing.T, k kube) {
 	k.must([]byte(`apiVersion: olm.operatorframework.io/v1
 kind: ClusterCatalog
 metadata:
-  name: deploy-check
+  name: `+ccName+`
 spec:
   source:
     type: Image
@@ -331,7 +350,7 @@ spec:
 		if strings.Contains(logs.String(), "forbidden") {
 			t.Fatalf("serve was refused by RBAC:\n%s", logs.String())
 		}
-		out := k.must(nil, "get", "clustercatalog", "deploy-check", "-o", "json")
+		out := k.must(nil, "get", "clustercatalog", ccName, "-o", "json")
 		last = out
 		var cc struct {
 			Metadata struct {
@@ -351,7 +370,7 @@ spec:
 		for _, cond := range cc.Status.Conditions {
 			progressing = progressing || cond.Type == "Progressing"
 		}
-		if progressing && cc.Metadata.Labels["olm.operatorframework.io/metadata.name"] == "deploy-check" {
+		if progressing && cc.Metadata.Labels["olm.operatorframework.io/metadata.name"] == ccName {
 			return
 		}
 	}

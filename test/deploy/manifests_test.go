@@ -33,11 +33,12 @@ const (
 	plainDir   = "plain"
 )
 
+// overlays are the folders a user applies with kubectl apply -k.
+var overlays = []string{"quickstart", plainDir, knativeDir, "tls-cert-manager", "tls-openshift", "knative-tls"}
+
 // kustomizeDirs hold Kubernetes manifests (every document an object);
 // other folders under deploy/ may hold other YAML (deploy/local).
-// tls-cert-manager is left out: its Certificate needs cert-manager's CRD,
-// which the test apiserver lacks (TestTLSOverlays renders and checks it).
-var kustomizeDirs = []string{"crd", "base", knativeDir, plainDir, "tls", "tls-openshift"}
+var kustomizeDirs = append([]string{"crd", "base", "components"}, overlays...)
 
 // repoRoot is the module root: go test runs in the package's folder.
 func repoRoot(t testing.TB) string {
@@ -79,8 +80,8 @@ func (o object) group() string {
 }
 func (o object) String() string { return o.from + ": " + o.kind() + " " + o.name() }
 
-// isKnative reports objects of Knative's API groups, which no offline
-// apiserver can validate (see knative_test.go).
+// isKnative reports objects of Knative's API groups, whose fields the
+// typed decode in workloads_test.go checks.
 func (o object) isKnative() bool { return strings.HasSuffix(o.group(), ".knative.dev") }
 
 // parseDocs splits a multi-document YAML stream and parses every document;
@@ -172,23 +173,67 @@ var (
 // render runs `kubectl kustomize deploy/<overlay>` and parses the result.
 func render(t testing.TB, overlay string) []object {
 	t.Helper()
+	return kustomize(t, "deploy/"+overlay, filepath.Join(deployDir(t), overlay))
+}
+
+// combo is an overlay a user writes: a folder of deploy/ as its resource
+// and components of deploy/components.
+type combo struct {
+	resource   string
+	components []string
+}
+
+func (c combo) String() string { return c.resource + "+" + strings.Join(c.components, "+") }
+
+// combos are the compositions the README names, rendered from a
+// kustomization written as a user writes it.
+var combos = []combo{
+	{plainDir, []string{"webhooks"}},
+	{knativeDir, []string{"webhooks"}},
+	{"knative-tls", []string{"webhooks"}},
+	{"tls-openshift", []string{"webhooks"}},
+	{"quickstart", []string{"tls", "tls-cert-manager"}},
+}
+
+// renderCombo writes c's kustomization into a temporary folder beside
+// deploy/ (kustomize takes only relative paths) and renders it.
+func renderCombo(t testing.TB, c combo) []object {
+	t.Helper()
+	dir, err := os.MkdirTemp(filepath.Join(repoRoot(t), "test", "deploy", "testdata"), "overlay-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	k := "resources: [../../../../deploy/" + c.resource + "]\ncomponents:\n"
+	for _, comp := range c.components {
+		k += "  - ../../../../deploy/components/" + comp + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kustomize(t, c.String(), dir)
+}
+
+// kustomize runs `kubectl kustomize dir` once per name and parses the result.
+func kustomize(t testing.TB, name, dir string) []object {
+	t.Helper()
 	renderMu.Lock()
 	defer renderMu.Unlock()
-	if objs, ok := renderCache[overlay]; ok {
+	if objs, ok := renderCache[name]; ok {
 		return objs
 	}
-	cmd := exec.Command(kubectl(t), "kustomize", filepath.Join(deployDir(t), overlay))
+	cmd := exec.Command(kubectl(t), "kustomize", dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize deploy/%s: %v\n%s", overlay, err, stderr.Bytes())
+		t.Fatalf("kubectl kustomize %s: %v\n%s", name, err, stderr.Bytes())
 	}
-	objs, err := parseDocs(out, "kustomize deploy/"+overlay)
+	objs, err := parseDocs(out, "kustomize "+name)
 	if err != nil {
-		t.Fatalf("rendered deploy/%s: %v", overlay, err)
+		t.Fatalf("rendered %s: %v", name, err)
 	}
-	renderCache[overlay] = objs
+	renderCache[name] = objs
 	return objs
 }
 
@@ -238,36 +283,52 @@ func TestYAMLParses(t *testing.T) {
 	}
 }
 
-// TestOverlaysRender renders both overlays with kubectl's kustomize and
-// checks each holds the objects it exists for.
+// TestOverlaysRender renders every overlay and the documented
+// compositions with kubectl's kustomize and checks each holds the objects
+// it exists for, in catalogsync's namespace.
 func TestOverlaysRender(t *testing.T) {
 	common := []string{
 		"v1 Namespace", "apiextensions.k8s.io/v1 CustomResourceDefinition", "v1 ServiceAccount",
-		"rbac.authorization.k8s.io/v1 ClusterRole", "rbac.authorization.k8s.io/v1 ClusterRoleBinding",
-		"v1 ConfigMap", "v1 Secret",
+		"rbac.authorization.k8s.io/v1 ClusterRole", "rbac.authorization.k8s.io/v1 ClusterRoleBinding", "v1 ConfigMap",
 	}
+	knative := []string{
+		"serving.knative.dev/v1 Service", "eventing.knative.dev/v1 Broker", "eventing.knative.dev/v1 Trigger",
+		"sources.knative.dev/v1 PingSource", "sources.knative.dev/v1 ApiServerSource", "v1 Secret",
+	}
+	plain := []string{"apps/v1 Deployment", "v1 Service", "policy/v1 PodDisruptionBudget", "v1 Secret"}
 	want := map[string][]string{
-		knativeDir: append([]string{
-			"serving.knative.dev/v1 Service", "eventing.knative.dev/v1 Broker", "eventing.knative.dev/v1 Trigger",
-			"sources.knative.dev/v1 PingSource", "sources.knative.dev/v1 ApiServerSource",
-		}, common...),
-		plainDir: append([]string{"apps/v1 Deployment", "v1 Service"}, common...),
+		"quickstart":       {"apps/v1 Deployment", "v1 Service", "v1 PersistentVolumeClaim"},
+		plainDir:           plain,
+		knativeDir:         knative,
+		"tls-cert-manager": append([]string{"cert-manager.io/v1 Certificate"}, plain...),
+		"tls-openshift":    plain,
+		"knative-tls":      knative,
 	}
-	for overlay, kinds := range want {
-		got := kindsOf(render(t, overlay))
-		for _, k := range kinds {
+	if len(want) != len(overlays) {
+		t.Fatalf("overlays %v, checked %v", overlays, want)
+	}
+	rendered := map[string][]object{}
+	for _, o := range overlays {
+		rendered["deploy/"+o] = render(t, o)
+	}
+	for _, c := range combos {
+		rendered[c.String()] = renderCombo(t, c)
+	}
+	for name, objs := range rendered {
+		got := kindsOf(objs)
+		for _, k := range append(common, want[strings.Split(strings.TrimPrefix(name, "deploy/"), "+")[0]]...) {
 			if got[k] == 0 {
-				t.Errorf("deploy/%s renders no %s; it renders %v", overlay, k, got)
+				t.Errorf("%s renders no %s; it renders %v", name, k, got)
 			}
 		}
-		for _, o := range render(t, overlay) {
+		for _, o := range objs {
 			// Cluster-scoped kinds have no namespace; all others must land
 			// in catalogsync-system, not the kubectl context's namespace.
 			switch o.kind() {
 			case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
 			default:
 				if o.namespace() != namespace {
-					t.Errorf("deploy/%s: %s is in namespace %q, want %q", overlay, o, o.namespace(), namespace)
+					t.Errorf("%s: %s is in namespace %q, want %q", name, o, o.namespace(), namespace)
 				}
 			}
 		}

@@ -23,7 +23,7 @@ func TestTLSOverlays(t *testing.T) {
 				`"name":"CATALOGSYNC_TLS_CERT_FILE","value":"/var/certs/tls.crt"`,
 				`"name":"CATALOGSYNC_TLS_KEY_FILE","value":"/var/certs/tls.key"`,
 				`"mountPath":"/var/certs"`, `"secretName":"catalogsync-service-cert"`, `"scheme":"HTTPS"`,
-				`"name":"AWS_ACCESS_KEY_ID"`, // the plain overlay's env is kept
+				`"name":"AWS_ACCESS_KEY_ID"`, // components/s3's env is kept
 			} {
 				if !strings.Contains(string(raw), want) {
 					t.Errorf("Deployment lacks %s", want)
@@ -35,8 +35,12 @@ func TestTLSOverlays(t *testing.T) {
 			}
 			svc, _ := find(objs, "Service", "catalogsync")
 			sraw, _ := json.Marshal(svc.fields)
-			if !strings.Contains(string(sraw), `"port":443`) {
-				t.Errorf("Service: %s", sraw)
+			var s service
+			decodeStrict(t, svc, &s)
+			// One port: a second one named http (the plain port kept
+			// beside 443) makes the apiserver refuse the Service.
+			if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 443 {
+				t.Errorf("Service ports %+v, want only 443", s.Spec.Ports)
 			}
 			switch overlay {
 			case "tls-cert-manager":
@@ -51,5 +55,32 @@ func TestTLSOverlays(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKnativeTLSOverlay: the Knative Service is cluster-local (Knative
+// terminates TLS for its cluster-local name when cluster-local-domain-tls
+// is on) and the reported base URL is https://, the rest of knative/
+// unchanged.
+func TestKnativeTLSOverlay(t *testing.T) {
+	objs := render(t, "knative-tls")
+	var svc *knService
+	for _, o := range objs {
+		if o.kind() == "Service" && o.isKnative() {
+			svc = new(knService)
+			decodeStrict(t, o, svc)
+		}
+	}
+	if svc == nil {
+		t.Fatal("no Knative Service")
+	}
+	if v := svc.Metadata.Labels["networking.knative.dev/visibility"]; v != "cluster-local" {
+		t.Errorf("visibility label %q, want cluster-local", v)
+	}
+	if u := configMapData(t, objs, "catalogsync-env")["CATALOGSYNC_BASE_URL"]; u != "https://catalogsync.catalogsync-system.svc.cluster.local" {
+		t.Errorf("base URL %q", u)
+	}
+	if got, want := len(objs), len(render(t, knativeDir)); got != want {
+		t.Errorf("knative-tls renders %d objects, knative %d", got, want)
 	}
 }

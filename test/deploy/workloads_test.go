@@ -104,8 +104,9 @@ type nameRef struct {
 
 type probe struct {
 	HTTPGet *struct {
-		Path string `json:"path"`
-		Port any    `json:"port,omitempty"`
+		Path   string `json:"path"`
+		Port   any    `json:"port,omitempty"`
+		Scheme string `json:"scheme,omitempty"`
 	} `json:"httpGet,omitempty"`
 	InitialDelaySeconds int32 `json:"initialDelaySeconds,omitempty"`
 	PeriodSeconds       int32 `json:"periodSeconds,omitempty"`
@@ -133,6 +134,17 @@ type securityContext struct {
 	} `json:"seccompProfile,omitempty"`
 }
 
+// podSecurityContext is the pod-level securityContext of a Deployment.
+type podSecurityContext struct {
+	RunAsNonRoot   *bool  `json:"runAsNonRoot,omitempty"`
+	RunAsUser      *int64 `json:"runAsUser,omitempty"`
+	RunAsGroup     *int64 `json:"runAsGroup,omitempty"`
+	FSGroup        *int64 `json:"fsGroup,omitempty"`
+	SeccompProfile *struct {
+		Type string `json:"type"`
+	} `json:"seccompProfile,omitempty"`
+}
+
 type volumeMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
@@ -144,6 +156,12 @@ type volume struct {
 	ConfigMap *struct {
 		Name string `json:"name"`
 	} `json:"configMap,omitempty"`
+	Secret *struct {
+		SecretName string `json:"secretName"`
+	} `json:"secret,omitempty"`
+	PersistentVolumeClaim *struct {
+		ClaimName string `json:"claimName"`
+	} `json:"persistentVolumeClaim,omitempty"`
 	EmptyDir *struct {
 		SizeLimit string `json:"sizeLimit,omitempty"`
 	} `json:"emptyDir,omitempty"`
@@ -226,10 +244,10 @@ type deployment struct {
 		Template struct {
 			Metadata meta `json:"metadata"`
 			Spec     struct {
-				ServiceAccountName string           `json:"serviceAccountName,omitempty"`
-				SecurityContext    *securityContext `json:"securityContext,omitempty"`
-				Containers         []container      `json:"containers"`
-				Volumes            []volume         `json:"volumes,omitempty"`
+				ServiceAccountName string              `json:"serviceAccountName,omitempty"`
+				SecurityContext    *podSecurityContext `json:"securityContext,omitempty"`
+				Containers         []container         `json:"containers"`
+				Volumes            []volume            `json:"volumes,omitempty"`
 			} `json:"spec"`
 		} `json:"template"`
 	} `json:"spec"`
@@ -261,7 +279,7 @@ type workload struct {
 	serviceAccountName string
 	container          container
 	volumes            []volume
-	podSecurity        *securityContext
+	podSecurity        *podSecurityContext
 }
 
 // TestKnativeObjects decodes every Knative object of deploy/knative
@@ -649,7 +667,8 @@ func checkWorkload(t *testing.T, objs []object, w workload) {
 	if env["CATALOGSYNC_BASE_URL"] == "" && args["base-url"] == "" {
 		t.Error(prefix + "--clustercatalogs needs CATALOGSYNC_BASE_URL or --base-url")
 	}
-	if !strings.HasPrefix(env["CATALOGSYNC_BASE_URL"], "http://catalogsync."+namespace+".svc") {
+	if !strings.HasPrefix(env["CATALOGSYNC_BASE_URL"], "http://catalogsync."+namespace+".svc") &&
+		!strings.HasPrefix(env["CATALOGSYNC_BASE_URL"], "https://catalogsync."+namespace+".svc") {
 		t.Errorf(prefix+"CATALOGSYNC_BASE_URL %q does not name the catalogsync Service", env["CATALOGSYNC_BASE_URL"])
 	}
 
@@ -696,9 +715,9 @@ func checkWorkload(t *testing.T, objs []object, w workload) {
 	if d, ok := env["CATALOGSYNC_TMP_DIR"]; ok && path.Clean(d) != "/tmp" {
 		t.Errorf(prefix+"CATALOGSYNC_TMP_DIR=%s is not the /tmp emptyDir", d)
 	}
-	// The fs store needs a writable /var/lib/catalogsync; S3 needs none.
-	if env["CATALOGSYNC_S3_BUCKET"] == "" {
-		t.Error(prefix + "no CATALOGSYNC_S3_BUCKET: the pods would keep catalogs on their read-only root filesystem")
+	// S3, or the filesystem store on a volume: never the read-only root.
+	if env["CATALOGSYNC_S3_BUCKET"] == "" && !storeOnVolume(t, objs, w, env) {
+		t.Error(prefix + "neither CATALOGSYNC_S3_BUCKET nor a PersistentVolumeClaim at the store: catalogs would go to the read-only root filesystem")
 	}
 
 	limit, err := parseQuantity(c.Resources.Limits["memory"])
@@ -818,4 +837,30 @@ func checkPDB(t *testing.T, objs []object, podLabels map[string]string) {
 			t.Errorf("PodDisruptionBudget selector %s=%s matches no catalogsync pod", k, v)
 		}
 	}
+}
+
+// storeOnVolume: the filesystem store (CATALOGSYNC_STORE, the image's
+// /var/lib/catalogsync by default) is a mounted PersistentVolumeClaim the
+// rendered objects create, writable by the pod's user.
+func storeOnVolume(t *testing.T, objs []object, w workload, env map[string]string) bool {
+	t.Helper()
+	dir := env["CATALOGSYNC_STORE"]
+	if dir == "" {
+		dir = "/var/lib/catalogsync"
+	}
+	for _, m := range w.container.VolumeMounts {
+		for _, v := range w.volumes {
+			if m.Name != v.Name || path.Clean(m.MountPath) != dir || m.ReadOnly || v.PersistentVolumeClaim == nil {
+				continue
+			}
+			if _, ok := find(objs, "PersistentVolumeClaim", v.PersistentVolumeClaim.ClaimName); !ok {
+				t.Errorf("deploy/%s: PersistentVolumeClaim %s is not rendered", w.overlay, v.PersistentVolumeClaim.ClaimName)
+			}
+			if w.podSecurity == nil || w.podSecurity.FSGroup == nil || *w.podSecurity.FSGroup != 65532 {
+				t.Errorf("deploy/%s: no fsGroup 65532: the image's user may not write the store volume", w.overlay)
+			}
+			return true
+		}
+	}
+	return false
 }
