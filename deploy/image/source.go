@@ -63,10 +63,10 @@ func (s source) labels() map[string]string {
 
 // goBuild builds the static binary for p as the Dockerfile does:
 // CGO_ENABLED=0, -trimpath, -ldflags="-s -w", the version stamped both by
-// the Go toolchain (VCS revision and time) and as main.version (for
-// builds without the .git folder).
+// the Go toolchain (VCS revision and time; on in a git checkout whatever
+// GOFLAGS says) and as main.version (for builds without the .git folder).
 func goBuild(ctx context.Context, s source, p platform.Platform, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", //nolint:gosec // G204: the version is the operator's own flag or git's
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+strconv.FormatBool(s.revision != ""), //nolint:gosec // G204: the version is the operator's own flag or git's
 		"-ldflags=-s -w -X main.version="+s.version, "-o", out, "./cmd/catalogsync")
 	cmd.Dir = s.root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)

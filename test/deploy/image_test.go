@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/x509"
+	"debug/buildinfo"
 	"errors"
 	"io"
 	"maps"
@@ -241,6 +242,25 @@ func checkImageFiles(t *testing.T, img builtImage) {
 	sort.Strings(files)
 	if len(files) != 4 {
 		t.Errorf("image files %v, want only the binary, passwd, group and the CA bundle", files)
+	}
+	// The binary says which commit it is (catalogsync version reads it).
+	bi, err := buildinfo.ReadFile(filepath.Join(img.rootfs, "usr", "local", "bin", "catalogsync"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
+		t.Errorf("binary build info: CGO_ENABLED %q, -trimpath %q", settings["CGO_ENABLED"], settings["-trimpath"])
+	}
+	// Go finds no repository in a git worktree (.git is a file there).
+	if fi, err := os.Stat(filepath.Join(repoRoot(t), ".git")); err == nil && fi.IsDir() {
+		rev, _ := exec.Command("git", "-C", repoRoot(t), "rev-parse", "HEAD").Output()
+		if got := settings["vcs.revision"]; got != strings.TrimSpace(string(rev)) {
+			t.Errorf("binary's vcs.revision %q, HEAD %s", got, rev)
+		}
 	}
 	pw, _ := os.ReadFile(filepath.Join(img.rootfs, "etc", "passwd"))
 	if !strings.Contains(string(pw), "\nnonroot:x:65532:65532:") {
