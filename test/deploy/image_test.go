@@ -197,7 +197,7 @@ func TestImage(t *testing.T) {
 		checkImageFiles(t, img)
 	})
 
-	t.Run("entrypoint serves /healthz as user 65532 in a chroot", func(t *testing.T) {
+	t.Run("entrypoint serves healthz as user 65532 in a chroot", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("chroot needs root (tests run as root in CI)")
 		}
