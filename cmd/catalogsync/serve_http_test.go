@@ -7,10 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +23,8 @@ func TestServeIdleConnectionsCapped(t *testing.T) {
 	cfg := writeServeConfig(t, fmt.Sprintf("storage:\n  dir: %s\ncatalogs:\n- name: sample\n  image: %s\n", t.TempDir(), sample(t)))
 	// By its variable: the cap is a setting like any other.
 	cs := servers.StartCatalogsync(t, []string{"--config", cfg, "--no-docker-config"}, "CATALOGSYNC_MAX_CONNECTIONS="+strconv.Itoa(maxConns))
-	pid := servePid(cs.Addr)
-	if pid == 0 {
+	pid := cs.Pid()
+	if _, err := os.Stat("/proc/self/fd"); err != nil || pid == 0 {
 		t.Skip("no /proc: cannot count the process's descriptors")
 	}
 	all := cs.URL + "/catalogs/sample/api/v1/all"
@@ -105,30 +102,6 @@ func keepAliveIdle(addr string) (net.Conn, error) {
 	resp.Body.Close()
 	_ = c.SetDeadline(time.Time{})
 	return c, nil
-}
-
-// servePid finds the serve process started with --addr addr (0: none, or
-// no /proc).
-func servePid(addr string) int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	for _, d := range ents {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if i := slices.Index(args, "--addr"); i >= 0 && i+1 < len(args) && args[i+1] == addr && slices.Contains(args, "serve") {
-			return pid
-		}
-	}
-	return 0
 }
 
 // fdCount counts the open descriptors of process pid.
