@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/metrics"
+	"github.com/catalogsync/catalogsync/openapi"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -123,5 +125,67 @@ func TestSpecCheckCatchesDrift(t *testing.T) {
 		Request: req, PathParams: params, Route: route, Options: s.options()})
 	if err == nil {
 		t.Fatal("a text/plain body passed request validation")
+	}
+}
+
+// TestSpecHasExamples demands an example for every documented request
+// body, response and schema, so readers of the document (and of tools
+// rendering it) see what an answer looks like. loadSpec's Validate checks
+// each example against its schema; a media type without a schema (the
+// metrics' binary protobuf) has nothing to show.
+func TestSpecHasExamples(t *testing.T) {
+	s := loadSpec(t)
+	var missing []string
+	content := func(where string, c openapi3.Content) {
+		for mt, m := range c {
+			if m.Schema == nil {
+				continue
+			}
+			if m.Example == nil && len(m.Examples) == 0 && m.Schema.Value.Example == nil {
+				missing = append(missing, where+" "+mt)
+			}
+		}
+	}
+	for path, item := range s.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody != nil {
+				content(method+" "+path+" request", op.RequestBody.Value.Content)
+			}
+			for status, r := range op.Responses.Map() {
+				content(method+" "+path+" "+status, r.Value.Content)
+			}
+		}
+	}
+	for name, r := range s.doc.Components.Responses {
+		content("response "+name, r.Value.Content)
+	}
+	for name, sc := range s.doc.Components.Schemas {
+		if sc.Value.Example == nil {
+			missing = append(missing, "schema "+name)
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Fatalf("no example for:\n%s", strings.Join(missing, "\n"))
+	}
+}
+
+// TestSpecExamplesAreValidated makes sure the document check loadSpec runs
+// rejects an example its schema does not allow, so TestSpecHasExamples'
+// examples are checked, not only present.
+func TestSpecExamplesAreValidated(t *testing.T) {
+	doc := string(openapi.Spec())
+	bad := strings.Replace(doc, "        reason: nightly rebuild\n", "        reason: \"two\\nlines\"\n", 1)
+	if bad == doc {
+		t.Fatal("the SyncRequest example is not where this test expects it")
+	}
+	d, err := openapi3.NewLoader().LoadFromData([]byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Validate(context.Background()); err == nil {
+		t.Fatal("an example its schema rejects passed validation")
+	} else {
+		t.Log(err)
 	}
 }
