@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func TestAPI(t *testing.T) {
 	t.Run("progress", func(t *testing.T) { testProgress(t, s, newEnv(t, newFSStore(t))) })
 	t.Run("failed sync", func(t *testing.T) { testFailedSync(t, s, newEnv(t, newFSStore(t))) })
 	t.Run("client errors", func(t *testing.T) { testClientErrors(t, s, storeOnlyEnv(t, newFSStore(t))) })
+	t.Run("body media types", func(t *testing.T) { testBodyMediaTypes(t, s, storeOnlyEnv(t, newFSStore(t))) })
 	t.Run("token", func(t *testing.T) { testToken(t, s, storeOnlyEnv(t, newFSStore(t), api.WithToken("s3cret-token"))) })
 	t.Run("closed by default", func(t *testing.T) {
 		testClosedByDefault(t, s, storeOnlyEnv(t, newFSStore(t), api.WithOpen(false)))
@@ -391,5 +393,35 @@ func testVerifiedBy(t *testing.T, s *spec, e *env) {
 	}
 	if c := getCatalog(t, s, e, tinyName); c.Published == nil || c.Published.VerifiedBy != by {
 		t.Fatalf("published view %+v, want verifiedBy %q", c.Published, by)
+	}
+}
+
+// testBodyMediaTypes: what curl sends. A POST with neither body nor
+// Content-Type (curl -X POST) and a JSON body without Content-Type are
+// accepted; a body declared as another type (curl -d sends a form) is
+// refused with a problem naming the type received and the one wanted.
+func testBodyMediaTypes(t *testing.T, s *spec, e *env) {
+	x := e.do(t, s, request{method: "POST", path: "/api/v1/catalogs/tiny/sync"})
+	wantStatus(t, x, http.StatusAccepted)
+
+	// The document lists application/json only, so kin-openapi refuses a
+	// body without a type: sent past the document check.
+	x = e.send(t, request{method: "POST", path: "/api/v1/catalogs/tiny/sync", body: `{"reason": "by hand"}`})
+	wantStatus(t, x, http.StatusAccepted)
+	var op api.Operation
+	x.decode(t, &op)
+	if !slices.Contains(op.Reasons, "api:by hand") {
+		t.Fatalf("%v: the reason of a body without Content-Type was not read", x)
+	}
+
+	for _, ct := range []string{"application/x-www-form-urlencoded", "text/plain; charset=utf-8"} {
+		x = e.do(t, s, request{method: "POST", path: "/api/v1/catalogs/tiny/sync",
+			header: map[string]string{"Content-Type": ct}, body: `{"reason": "by hand"}`})
+		wantStatus(t, x, http.StatusUnsupportedMediaType)
+		var p struct{ Detail string }
+		x.decode(t, &p)
+		if !strings.Contains(p.Detail, strings.Split(ct, ";")[0]) || !strings.Contains(p.Detail, "application/json") {
+			t.Fatalf("%v: the problem must name the type sent and the one wanted", x)
+		}
 	}
 }

@@ -220,8 +220,8 @@ func readSyncReason(w http.ResponseWriter, r *http.Request) (reason string, stat
 	if len(bytes.TrimSpace(body)) == 0 {
 		return "api", 0, ""
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != jsonType {
-		return "", http.StatusUnsupportedMediaType, "the request body must be application/json"
+	if msg := bodyMediaType(r.Header.Get("Content-Type")); msg != "" {
+		return "", http.StatusUnsupportedMediaType, msg
 	}
 	// null, arrays and the like would decode into an empty request.
 	if body = bytes.TrimSpace(body); body[0] != '{' {
@@ -243,6 +243,22 @@ func readSyncReason(w http.ResponseWriter, r *http.Request) (reason string, stat
 		return "api", 0, ""
 	}
 	return "api:" + req.Reason, 0, ""
+}
+
+// bodyMediaType returns why a sync request body of Content-Type ct is
+// refused, or "" when it is read as JSON. A body without a type is read as
+// JSON (RFC 9110 lets the recipient decide): clients such as curl send
+// none unless told.
+func bodyMediaType(ct string) string {
+	if strings.TrimSpace(ct) == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && mt == jsonType {
+		return ""
+	}
+	got := truncate.Text(ct, 100)
+	return fmt.Sprintf("the request body must be application/json, not %q (with curl: --json '{...}' or -H 'Content-Type: application/json')", got)
 }
 
 func (h *Handler) getOperation(w http.ResponseWriter, r *http.Request) {
