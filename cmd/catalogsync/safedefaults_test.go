@@ -54,7 +54,7 @@ func TestServeSafeDefaults(t *testing.T) {
 		if code, _ := do(t, "POST", base+"/events", ping("b"), map[string]string{"Content-Type": ceJSON["Content-Type"], "Authorization": "Bearer s3cret"}); code != 202 {
 			t.Fatalf("/events with the token: %d", code)
 		}
-		if logs := s.logs.String(); strings.Contains(logs, "--api-open") || strings.Contains(logs, "events.insecure") {
+		if logs := s.logs.String(); strings.Contains(logs, "without a token (--api-open)") || strings.Contains(logs, "events.insecure") {
 			t.Fatalf("warnings on a closed server:\n%s", s.logs.String())
 		}
 	})

@@ -317,6 +317,7 @@ func (c *serveCmd) serve(ctx context.Context, s *server) error {
 	}
 	srv, ln := sf.server(s.r, ln)
 	s.log.Info("serving", "addr", ln.Addr().String(), "store", s.dir, "catalogs", len(s.cfg.Catalogs))
+	c.logSurfaces(ctx, s, os.Getenv(envAPIToken))
 	bgDone, err := c.start(ctx, s)
 	if err != nil {
 		return err
