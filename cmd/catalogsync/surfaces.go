@@ -12,10 +12,11 @@ import (
 const maxStoredNames = 20
 
 // logSurfaces logs once at start what each surface needs: the REST API's
-// POST (a token, open, or closed), /events (token, audience, insecure or
-// off), the webhook receivers, and the UI and metrics (a client
-// certificate, or open). It warns when POST is refused to everyone and
-// when no catalog is configured, since both look like a broken server.
+// reads and POST (a token, open, or closed; a client certificate too
+// with --tls-client-ca-file), /events (token, audience, insecure or off),
+// the webhook receivers, and the UI and metrics. It warns when POST is
+// refused to everyone and when no catalog is configured, since both look
+// like a broken server.
 func (c *serveCmd) logSurfaces(ctx context.Context, s *server, apiToken string) {
 	api := "closed"
 	switch {
@@ -24,15 +25,22 @@ func (c *serveCmd) logSurfaces(ctx context.Context, s *server, apiToken string) 
 	case c.APIOpen:
 		api = "open"
 	}
-	ui, mtr := "open", "open"
+	read, post, ui, mtr := "open", api, "open", "open"
 	if c.TLSClientCA != "" {
-		ui, mtr = "client-certificate", "client-certificate"
-		if c.UIOpen {
-			ui = "open"
+		const cert = "client-certificate"
+		read, mtr = cert, cert
+		if !c.UIOpen {
+			ui = cert
+		}
+		switch api {
+		case "token":
+			post = "token+" + cert
+		case "open":
+			post = cert
 		}
 	}
-	s.log.Info("surfaces", "api.post", api, "events", eventsAccess(s.cfg), "webhooks", len(s.cfg.Webhooks.Receivers),
-		"ui", ui, "metrics", mtr, "content", "open")
+	s.log.Info("surfaces", "api.read", read, "api.post", post, "events", eventsAccess(s.cfg),
+		"webhooks", len(s.cfg.Webhooks.Receivers), "ui", ui, "metrics", mtr, "content", "open")
 	if api == "closed" {
 		s.log.Warn("the REST API refuses every POST (401): set " + envAPIToken +
 			" and send \"Authorization: Bearer <token>\", or start with --api-open to accept POST without a token")
