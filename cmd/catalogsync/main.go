@@ -3,6 +3,7 @@
 //
 //	catalogsync sync  --name NAME --image REF [--store DIR]   one-shot sync
 //	catalogsync serve [--config FILE] [--store DIR]           long-running service
+//	catalogsync version                                      build version
 package main
 
 import (
@@ -112,6 +113,8 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return c.Index.run(ctx, stdout)
 	case "docs":
 		return c.Docs.run(stdout)
+	case "version":
+		return c.Version.run(stdout)
 	}
 	return usageError{"unknown command " + kctx.Command()}
 }
