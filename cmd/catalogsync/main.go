@@ -219,7 +219,7 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	// would say the same again, so it only speaks up for warnings.
 	plLog := log
 	if log.Enabled(ctx, slog.LevelInfo) && !log.Enabled(ctx, slog.LevelDebug) {
-		plLog = slog.New(truncate.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		plLog = slog.New(withoutSyncFailed{truncate.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}
 	pl, src, err := c.pipeline(plLog, store, nil)
 	if err != nil {
@@ -270,6 +270,9 @@ func progressObserver(stderr io.Writer, log *slog.Logger) (obs pipeline.Observer
 func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir string, res pipeline.Result) error {
 	fmt.Fprintf(w, "catalog %q: %s %s (%s)\n", res.Catalog, res.Action, res.Digest, res.Duration.Round(time.Millisecond))
 	fmt.Fprintf(w, "  image       %s\n  resolved    %s\n", res.Image, res.ResolvedRef)
+	if res.Mirror != "" {
+		fmt.Fprintf(w, "  mirror      %s\n", res.Mirror)
+	}
 	m := res.Meta
 	fmt.Fprintf(w, "  objects     %d (%s)\n", m.Objects, formatCounts(m.Schemas))
 	if m.SHA256 != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,7 +61,7 @@ func describe(e pipeline.Event, bar bool) string {
 	case pipeline.PhaseResolving:
 		return "Resolving"
 	case pipeline.PhasePulling:
-		s := fmt.Sprintf("Pulling %s layer %d/%d: %s/%s", short(e.Digest), e.Layer, e.Layers, mb(e.BytesDone), mb(e.BytesTotal))
+		s := fmt.Sprintf("Pulling %s layer %d/%d: %s/%s", short(e.Digest), e.Layer, e.Layers, humanBytes(e.BytesDone), humanBytes(e.BytesTotal))
 		if bar && e.BytesTotal > 0 {
 			const width = 24
 			n := int(float64(width) * float64(e.BytesDone) / float64(e.BytesTotal))
@@ -78,13 +79,12 @@ func describe(e pipeline.Event, bar bool) string {
 		return "Publishing " + short(e.Digest)
 	case pipeline.PhasePublished:
 		if e.Result != nil {
-			return fmt.Sprintf("Published %s in %s (%s)", short(e.Digest), e.Result.Duration.Round(time.Millisecond), e.Result.Action)
+			// The action says what happened: Published, UpToDate or Reused.
+			return fmt.Sprintf("%s %s in %s", e.Result.Action, short(e.Digest), e.Result.Duration.Round(time.Millisecond))
 		}
 		return "Published " + short(e.Digest)
 	case pipeline.PhaseFailed:
-		if e.Err != nil {
-			return "Failed: " + e.Err.Error()
-		}
+		// The command's last line says why, once.
 		return "Failed"
 	}
 	return string(e.Phase)
@@ -97,4 +97,40 @@ func short(d string) string {
 	return d
 }
 
-func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+// humanBytes renders n in B, KB, MB or GB (powers of 1000), with one
+// decimal below ten units: "512 B", "1.5 MB", "35 KB".
+func humanBytes(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n)/1e3, "KB"
+	for _, u := range []string{"MB", "GB"} {
+		if v < 999.5 {
+			break
+		}
+		v, unit = v/1e3, u
+	}
+	if v < 9.95 {
+		return fmt.Sprintf("%.1f %s", v, unit)
+	}
+	return fmt.Sprintf("%.0f %s", v, unit)
+}
+
+// withoutSyncFailed drops the pipeline's "sync failed" warning: sync's
+// progress says it failed and its last line says why.
+type withoutSyncFailed struct{ slog.Handler }
+
+func (h withoutSyncFailed) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "sync failed" {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h withoutSyncFailed) WithAttrs(as []slog.Attr) slog.Handler {
+	return withoutSyncFailed{h.Handler.WithAttrs(as)}
+}
+
+func (h withoutSyncFailed) WithGroup(name string) slog.Handler {
+	return withoutSyncFailed{h.Handler.WithGroup(name)}
+}
