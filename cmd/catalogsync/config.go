@@ -10,6 +10,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
@@ -67,7 +68,7 @@ func loadConfig(path string) (Config, error) {
 	seen := map[string]bool{}
 	for i, cat := range c.Catalogs {
 		if !catalog.ValidName(cat.Name) {
-			return c, fmt.Errorf("%s: catalogs[%d]: name %q is not a DNS-1123 subdomain", path, i, cat.Name)
+			return c, fmt.Errorf("%s: catalogs[%d]: name %q: %s", path, i, truncate.Text(cat.Name, 300), nameProblem(cat.Name))
 		}
 		if seen[cat.Name] {
 			return c, fmt.Errorf("%s: catalogs[%d]: duplicate name %q", path, i, cat.Name)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"path"
@@ -104,6 +105,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	case "sync":
 		return c.Sync.run(ctx, from, stdout, stderr)
 	case "serve":
+		if err := c.Serve.checkBaseURL(); err != nil {
+			return err
+		}
 		return c.Serve.run(ctx, from, stderr)
 	case "gc":
 		return c.GC.run(ctx, from, stdout, stderr)
@@ -120,6 +124,33 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 }
 
 type usageError struct{ msg string }
+
+// checkBaseURL refuses --clustercatalogs without a usable --base-url
+// before any cluster is looked for: a missing flag is the first mistake
+// to name.
+func (c *serveCmd) checkBaseURL() error {
+	if !c.ClusterCatalogs {
+		return nil
+	}
+	if c.BaseURL == "" {
+		return usageError{"--clustercatalogs needs --base-url: the external URL of this service (e.g. https://catalogsync.example.com), which ClusterCatalog status reports"}
+	}
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError{fmt.Sprintf("--clustercatalogs needs --base-url as an http(s) URL with a host, not %q", truncate.Text(c.BaseURL, 200))}
+	}
+	return nil
+}
+
+// nameProblem says why name is not a catalog name: a DNS-1123 subdomain.
+func nameProblem(name string) string {
+	if lower := strings.ToLower(name); lower != name {
+		if catalog.ValidName(lower) {
+			return fmt.Sprintf("a catalog name must be lowercase; %q would do", lower)
+		}
+		return "a catalog name must be lowercase: a DNS-1123 subdomain (a-z, 0-9, '-' and '.', at most 253 characters)"
+	}
+	return "a catalog name is a DNS-1123 subdomain: a-z, 0-9, '-' and '.', starting and ending with a letter or digit, at most 253 characters"
+}
 
 func (e usageError) Error() string { return e.msg }
 
@@ -200,7 +231,7 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 		return usageError{"sync needs --name and --image"}
 	}
 	if !catalog.ValidName(c.Name) {
-		return usageError{fmt.Sprintf("--name %q: a catalog name is a DNS-1123 subdomain of at most 253 characters", c.Name)}
+		return usageError{fmt.Sprintf("--name %q: %s", truncate.Text(c.Name, 300), nameProblem(c.Name))}
 	}
 	log := c.logger(stderr)
 	// A one-shot sync holds a few files and the catalog's small index at a
