@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/internal/truncate"
@@ -62,8 +60,8 @@ func loadConfig(path string) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return c, fmt.Errorf("%s: %w", path, err)
+	if err := decodeConfig(path, b, &c); err != nil {
+		return c, err
 	}
 	seen := map[string]bool{}
 	for i, cat := range c.Catalogs {
