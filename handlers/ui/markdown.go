@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -19,15 +20,18 @@ const maxMarkdown = 20000
 
 // md renders CommonMark without raw HTML (goldmark's default: it is
 // replaced by a comment), with the page's own constraints applied to the
-// tree first (see tidyMarkdown).
-var md = goldmark.New(goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(tidyMarkdown{}, 100))))
+// tree first (see tidyMarkdown). Built at first use: every process
+// links it, only serve's pages need it.
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(tidyMarkdown{}, 100))))
+})
 
 // markdown renders a catalog's description as HTML. The result is safe
 // to embed: no markup of the catalog passes through, only what goldmark
 // builds from its text.
 func markdown(src string) template.HTML {
 	var b bytes.Buffer
-	if err := md.Convert([]byte(shorten(src, maxMarkdown)), &b); err != nil {
+	if err := md().Convert([]byte(shorten(src, maxMarkdown)), &b); err != nil {
 		return template.HTML(template.HTMLEscapeString(shorten(src, 2000))) //nolint:gosec // escaped here
 	}
 	return template.HTML(b.String()) //nolint:gosec // goldmark escapes text and omits raw HTML
@@ -37,7 +41,7 @@ func markdown(src string) template.HTML {
 // bytes: what a list row shows.
 func markdownText(src string, n int) string {
 	s := []byte(shorten(src, maxMarkdown))
-	doc := md.Parser().Parse(text.NewReader(s))
+	doc := md().Parser().Parse(text.NewReader(s))
 	var b strings.Builder
 	_ = ast.Walk(doc, func(node ast.Node, entering bool) (ast.WalkStatus, error) {
 		if b.Len() > n {
