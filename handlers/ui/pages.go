@@ -180,11 +180,12 @@ func (h *Handler) serveCatalog(w http.ResponseWriter, r *http.Request) {
 	if ok && catalog.ValidName(name) && h.listed(name) {
 		switch _, err := h.open(r.Context(), name); {
 		case errors.Is(err, storage.ErrNotExist):
-			h.serveStatus(w, name, "Not published yet: below, its sync as it runs.")
+			h.serveStatus(w, http.StatusOK, name, "Not published yet: below, its sync as it runs.")
 			return
 		case err != nil && r.Context().Err() == nil && !errors.Is(err, errTooLarge):
 			h.log.Warn("ui: catalog unreadable", "catalog", name, "err", err)
-			h.serveStatus(w, name, "Its stored content cannot be read now: below, its sync.")
+			// An error code still, for monitoring; the page says what it knows.
+			h.serveStatus(w, http.StatusServiceUnavailable, name, "Its stored content cannot be read now: below, its sync.")
 			return
 		}
 	}

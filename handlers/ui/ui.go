@@ -214,14 +214,14 @@ func (h *Handler) catalogFor(w http.ResponseWriter, r *http.Request) *catalog.Ca
 // serveStatus is the page of a configured catalog with nothing to show
 // (not published yet, or its content unreadable): its sync state, which
 // the page's script reads from the API as the catalogs page does.
-func (h *Handler) serveStatus(w http.ResponseWriter, name, note string) {
+func (h *Handler) serveStatus(w http.ResponseWriter, code int, name, note string) {
 	image := ""
 	for _, c := range h.catalogs.Catalogs() {
 		if c.Name == name {
 			image = c.Image
 		}
 	}
-	h.render(w, "status.html", map[string]any{"Catalog": name, "Image": image, "Note": note,
+	h.renderCode(w, code, "status.html", map[string]any{"Catalog": name, "Image": image, "Note": note,
 		"API": h.apiPath + "/" + url.PathEscape(name)})
 }
 
@@ -307,6 +307,11 @@ func (h *Handler) errorPageBack(w http.ResponseWriter, code int, msg string, r *
 // render executes a template into a buffer first, so a failing template
 // never sends half a page.
 func (h *Handler) render(w http.ResponseWriter, name string, data any) {
+	h.renderCode(w, http.StatusOK, name, data)
+}
+
+// renderCode is render answering with code.
+func (h *Handler) renderCode(w http.ResponseWriter, code int, name string, data any) {
 	var b strings.Builder
 	if err := h.tmpl.ExecuteTemplate(&b, name, data); err != nil {
 		h.log.Error("ui: template", "template", name, "err", err)
@@ -314,5 +319,6 @@ func (h *Handler) render(w http.ResponseWriter, name string, data any) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
 	_, _ = io.WriteString(w, b.String()) // the client left; nothing to tell it
 }
