@@ -153,3 +153,307 @@ func runFastString(t *testing.T, data []byte) string {
 	}
 	return b.String()
 }
+
+// scriptReader returns its chunks one Read at a time, the last one
+// together with io.EOF (as some readers do), and then err (io.EOF if nil);
+// with errWithData, err comes with the last chunk.
+type scriptReader struct {
+	chunks      []string
+	err         error
+	errWithData bool
+}
+
+func (c *scriptReader) Read(b []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		return 0, io.EOF
+	}
+	n := copy(b, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	if c.chunks[0] != "" {
+		return n, nil
+	}
+	c.chunks = c.chunks[1:]
+	if len(c.chunks) == 0 && c.err == nil {
+		return n, io.EOF
+	}
+	if len(c.chunks) == 0 && c.errWithData {
+		return n, c.err
+	}
+	return n, nil
+}
+
+// blobsOf parses in and returns the objects' blobs, one after another.
+func blobsOf(t *testing.T, r io.Reader) (string, int, error) {
+	t.Helper()
+	var b strings.Builder
+	n := 0
+	err := Parse(r, func(o Object) error {
+		b.Write(o.Blob)
+		n++
+		return nil
+	})
+	return b.String(), n, err
+}
+
+// Brackets and quotes inside JSON strings do not end an object; nested
+// objects and arrays do not end it early.
+func TestParseJSONBracketsInStrings(t *testing.T) {
+	in := `{"schema":"a","s":"}]{[\"\\","v":[{"x":[1,[]]},{}],"o":{"p":{}}}` + ` {"schema":"b","t":"\""}`
+	want := `{"o":{"p":{}},"s":"}]{[\"\\","schema":"a","v":[{"x":[1,[]]},{}]}` + "\n" + `{"schema":"b","t":"\""}` + "\n"
+	got, n, err := blobsOf(t, strings.NewReader(in))
+	if err != nil || n != 2 || got != want {
+		t.Fatalf("%d objects, %v:\n got %q\nwant %q", n, err, got, want)
+	}
+}
+
+// The parser drops buffers larger than 4 MiB when it goes back to the
+// pool, and keeps smaller ones warm. (Memory only: no output shows it.)
+func TestParserReleaseKeepsBuffersUpTo4MiB(t *testing.T) {
+	const keep = 4 << 20
+	backing := make([]byte, keep+1)
+	for _, size := range []int{keep, keep + 1} {
+		p := new(parser)
+		p.w.buf = backing[:0:size]
+		p.a.strs = backing[:0:size]
+		p.out = backing[:0:size]
+		p.a.tmp = backing[:0:size]
+		p.release()
+		for name, b := range map[string][]byte{"window": p.w.buf, "strings": p.a.strs, "output": p.out, "scratch": p.a.tmp} {
+			if kept := b != nil; kept != (size == keep) {
+				t.Errorf("cap %d: %s buffer kept %v", size, name, kept)
+			}
+		}
+	}
+}
+
+// The first read that fills the 4096 bytes looked at for a leading '{'
+// ends the look-ahead: objects before a later read error still come out.
+func TestParseLookAheadStopsAt4096Bytes(t *testing.T) {
+	head := "schema: a\n---\nschema: b\npad: "
+	head += strings.Repeat("x", peekSize-len(head))
+	boom := errors.New("boom")
+	_, n, err := blobsOf(t, &scriptReader{chunks: []string{head}, err: boom})
+	if !errors.Is(err, boom) || n != 1 {
+		t.Fatalf("%d objects, %v; want 1 and %v", n, err, boom)
+	}
+}
+
+// A reader that keeps returning nothing ends the parse with
+// io.ErrNoProgress after 100 tries, even if it would give data later.
+func TestParseReaderWithoutProgress(t *testing.T) {
+	r := &stallReader{stalls: 150, data: "schema: a\n"}
+	_, n, err := blobsOf(t, r)
+	if !errors.Is(err, io.ErrNoProgress) || n != 0 {
+		t.Fatalf("%d objects, %v; want %v", n, err, io.ErrNoProgress)
+	}
+}
+
+// stallReader returns (0, nil) stalls times, then data, then io.EOF.
+type stallReader struct {
+	stalls int
+	data   string
+}
+
+func (s *stallReader) Read(b []byte) (int, error) {
+	if s.stalls > 0 {
+		s.stalls--
+		return 0, nil
+	}
+	if s.data == "" {
+		return 0, io.EOF
+	}
+	n := copy(b, s.data)
+	s.data = s.data[n:]
+	return n, nil
+}
+
+// Data that comes with io.EOF is read: here the end of a JSON object that
+// started past the look-ahead.
+func TestParseDataWithEOF(t *testing.T) {
+	long := strings.Repeat("x", peekSize)
+	r := &scriptReader{chunks: []string{`{"schema":"a"}{"schema":"b"}{"schema":"c","pad":"` + long, `"}`}}
+	got, n, err := blobsOf(t, r)
+	if err != nil || n != 3 || !strings.HasSuffix(got, `{"pad":"`+long+`","schema":"c"}`+"\n") {
+		t.Fatalf("%d objects, %v", n, err)
+	}
+}
+
+// Only the failed value's own size counts against the YAML retry limit,
+// not where it starts: a small flow mapping after a first object of 4 MiB
+// (white space, mostly) is still retried as YAML.
+func TestParseYAMLRetryFarIntoTheStream(t *testing.T) {
+	in := `{"schema":"a"` + strings.Repeat(" ", maxYAMLRetry) + "}\n{schema: b}\n"
+	var names []string
+	err := Parse(strings.NewReader(in), func(o Object) error {
+		names = append(names, o.Schema)
+		return nil
+	})
+	if err != nil || strings.Join(names, ",") != "a,b" {
+		t.Fatalf("objects %q, %v", names, err)
+	}
+}
+
+// objectsOf parses in (read in the given chunks) and returns the objects'
+// blobs, an empty object as "<empty>".
+func objectsOf(t *testing.T, chunks ...string) ([]string, error) {
+	t.Helper()
+	var got []string
+	err := Parse(&scriptReader{chunks: chunks}, func(o Object) error {
+		if o.Blob == nil {
+			got = append(got, "<empty>")
+		} else {
+			got = append(got, strings.TrimSuffix(string(o.Blob), "\n"))
+		}
+		return nil
+	})
+	return got, err
+}
+
+// pastPeek fills a first read past the 4096 bytes looked at for a leading '{',
+// so that what follows comes in later reads.
+var pastPeek = strings.Repeat(" ", peekSize)
+
+// JSON values and the white space between them may be cut anywhere by
+// reads.
+func TestParseJSONAcrossReads(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		chunks []string
+		want   string
+	}{
+		{"object after a read boundary", []string{`{"schema":"a"}` + pastPeek, `{"schema":"b"}`}, `{"schema":"a"}|{"schema":"b"}`},
+		{"null cut by a read", []string{`{"schema":"a"}{"schema":"b"}` + pastPeek + "nu", "ll"}, `{"schema":"a"}|{"schema":"b"}|null`},
+		{"white space before YAML cut by a read", []string{`{"schema":"a"}` + pastPeek + "  s", "chema: b\n"}, `{"schema":"a"}|{"schema":"b"}`},
+		{"YAML cut by a read right after JSON", []string{`{"schema":"a","pad":"` + pastPeek + `"}s`, "chema: b\n"}, `{"pad":"` + pastPeek + `","schema":"a"}|{"schema":"b"}`},
+	} {
+		got, err := objectsOf(t, c.chunks...)
+		if err != nil || strings.Join(got, "|") != c.want {
+			t.Errorf("%s: %q, %v; want %s", c.name, got, err, c.want)
+		}
+	}
+}
+
+// A JSON null is handed out as soon as it is read: the parser does not
+// read the rest of the stream first.
+func TestParseJSONNullStreams(t *testing.T) {
+	r := &scriptReader{chunks: []string{`{"schema":"a"}` + "\nnull\n" + pastPeek, `{"schema":"b"}`, `{"schema":"c"}`}}
+	unread := -1
+	err := Parse(r, func(o Object) error {
+		if string(o.Blob) == "null\n" {
+			unread = len(r.chunks)
+		}
+		return nil
+	})
+	if err != nil || unread != 2 {
+		t.Fatalf("%d reads left when null came out, %v; want 2", unread, err)
+	}
+}
+
+// An error about a value that is no JSON object names that value, also
+// after the window has dropped earlier input.
+func TestParseJSONBadValueAfterManyObjects(t *testing.T) {
+	objs := strings.Repeat(`{"schema":"a"}`, peekSize/14+1)
+	_, err := objectsOf(t, objs, "7")
+	if err == nil || !strings.Contains(err.Error(), "expected a JSON object, found '7'") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// The YAML retry after a JSON stream follows YAMLOrJSONDecoder: it needs
+// four bytes at every step of the white space it skips, and skips it only
+// up to and including the first newline.
+func TestParseYAMLRetryWhiteSpace(t *testing.T) {
+	for _, c := range []struct{ in, want, err string }{
+		{`{"schema":"a"}x: 1`, `{"schema":"a"}|{"x":1}`, ""},
+		{`{"schema":"a"}  x`, "", "expected a JSON object, found 'x'"},
+		{`{"schema":"a"}` + "\n  schema: b\n  name: c\n", `{"schema":"a"}|{"name":"c","schema":"b"}`, ""},
+	} {
+		got, err := objectsOf(t, c.in)
+		if c.err == "" && (err != nil || strings.Join(got, "|") != c.want) ||
+			c.err != "" && (err == nil || strings.Contains(err.Error(), "as YAML") || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: %q, %v", c.in, got, err)
+		}
+	}
+}
+
+// An empty YAML document is handed out, and the parse goes on after it,
+// unless the callback fails.
+func TestParseEmptyDocumentFirst(t *testing.T) {
+	in := "# nothing\n---\nschema: a\n"
+	got, err := objectsOf(t, in)
+	if err != nil || strings.Join(got, "|") != `<empty>|{"schema":"a"}` {
+		t.Fatalf("%q, %v", got, err)
+	}
+	stop := errors.New("stop")
+	if err := Parse(strings.NewReader(in), func(Object) error { return stop }); err != stop {
+		t.Fatalf("callback error: %v", err)
+	}
+}
+
+// Parse stops at the first io.EOF, even from a reader that would return
+// more afterwards.
+func TestParseStopsAtEOF(t *testing.T) {
+	r := &eofThenMore{}
+	got, err := countObjects(r)
+	if err != nil || got != 1 {
+		t.Fatalf("%d objects, %v; want 1", got, err)
+	}
+}
+
+type eofThenMore struct{ reads int }
+
+func (e *eofThenMore) Read(b []byte) (int, error) {
+	e.reads++
+	switch e.reads {
+	case 1:
+		return copy(b, "schema: a\n"), io.EOF
+	case 2:
+		return copy(b, "---\nschema: b\n"), nil
+	}
+	return 0, io.EOF
+}
+
+func countObjects(r io.Reader) (int, error) {
+	n := 0
+	err := Parse(r, func(Object) error { n++; return nil })
+	return n, err
+}
+
+// YAML lines are split as bufio.ReadLine splits them: a first line may be
+// empty, and only the "\r" of a "\r\n" goes.
+func TestParseYAMLLines(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"\nschema: a\n---\nschema: b\n", `{"schema":"a"}|{"schema":"b"}`},
+		{"schema: a\r\nv: |\r\n  x\r\n  y\r\n", `{"schema":"a","v":"x\ny\n"}`},
+		{"schema: a\nv: |\n  x\r\r\n  y\n", `{"schema":"a","v":"x\ny\n"}`},
+	} {
+		got, err := objectsOf(t, c.in)
+		if err != nil || strings.Join(got, "|") != c.want {
+			t.Errorf("%q: %q, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+}
+
+// A value of exactly maxYAMLRetry bytes that is not JSON is still retried
+// as YAML (TestNoYAMLRetryOfHugeObjects covers larger ones).
+func TestParseYAMLRetryAtSizeLimit(t *testing.T) {
+	in := strings.Repeat("{", maxYAMLRetry) // yaml.v2 gives up after 10000
+	err := Parse(strings.NewReader(in), func(Object) error { return nil })
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "as YAML") {
+		t.Fatalf("%.200v", err)
+	}
+}
+
+// Data that comes with a read error is parsed before the error is
+// reported.
+func TestParseDataWithReadError(t *testing.T) {
+	boom := errors.New("boom")
+	first := "schema: a\npad: " + strings.Repeat("x", peekSize) + "\n---\n"
+	_, n, err := blobsOf(t, &scriptReader{chunks: []string{first, "schema: b\n---\nschema: c\n"}, err: boom, errWithData: true})
+	if !errors.Is(err, boom) || n != 2 {
+		t.Fatalf("%d objects, %v; want 2 and %v", n, err, boom)
+	}
+}

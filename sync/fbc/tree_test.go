@@ -1,9 +1,7 @@
 package fbc
 
-// Tests written for the mutants of tree.go gremlins found alive or could
-// not reach (docs/testing.md): the arena's string, number, object and
-// metadata rules are checked directly against encoding/json and the
-// reference metadata decoding.
+// The arena's string, number, object and metadata rules, checked directly
+// against encoding/json and the reference metadata decoding.
 
 import (
 	"bytes"

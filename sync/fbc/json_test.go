@@ -1,7 +1,5 @@
 package fbc
 
-// Tests written for the mutants gremlins found alive (docs/testing.md).
-
 import (
 	"bytes"
 	"encoding/json"
