@@ -11,10 +11,10 @@ import (
 // their action (UpToDate, Reused, Published).
 const ResultFailed = "Failed"
 
-// SyncObserver returns a sync.Observer feeding the sync metrics from
-// progress events; pass it to sync.WithObservers. Published events carry
-// the result (action, phase durations, bytes pulled); Failed events the
-// error's reason. A failed sync's phases are not recorded: only its total
+// SyncObserver returns a [pipeline.Observer] feeding the sync metrics
+// from progress events; pass it to engine.WithObservers. Published events
+// carry the result (action, phase durations, bytes pulled); Failed events
+// the error's reason. A failed sync's phases are not recorded: only its total
 // duration, measured from its Resolving event.
 func (m *Metrics) SyncObserver() pipeline.Observer {
 	return &syncObserver{m: m, starts: map[string][]time.Time{}}

@@ -59,14 +59,14 @@ const (
 	listConcurrency = 8
 )
 
-// Engine is what the API needs of the sync engine (*sync.Engine).
+// Engine is what the API needs of the sync engine ([*engine.Engine]).
 type Engine interface {
 	Trigger(ctx context.Context, name, reason string) (engine.Operation, error)
 	State(name string) (engine.CatalogState, bool)
 	Operation(id string) (engine.Operation, bool)
 }
 
-// CatalogLister returns the configured catalogs (sync.StaticCatalogs, or
+// CatalogLister returns the configured catalogs ([engine.StaticCatalogs], or
 // the cluster's ClusterCatalogs). It is called on every request.
 type CatalogLister interface {
 	Catalogs() []pipeline.Catalog

@@ -66,7 +66,7 @@ var templateFS embed.FS
 //go:embed assets/*.js assets/*.css assets/*.svg assets/*.LICENSE
 var assetFS embed.FS
 
-// CatalogLister returns the configured catalogs (sync.StaticCatalogs, or
+// CatalogLister returns the configured catalogs (engine.StaticCatalogs, or
 // the cluster's ClusterCatalogs), as the REST API takes them.
 type CatalogLister interface {
 	Catalogs() []pipeline.Catalog

@@ -77,9 +77,10 @@ func (w *window) fill() bool {
 }
 
 // splitter cuts a YAML stream into documents exactly as apimachinery's
-// YAMLReader does: line by line (bufio.ReadLine, so "\r\n" becomes "\n" and
-// a last line without newline gets one), a document ends at a line that
-// starts with "---", and a "---" line that opens a document stays in it.
+// YAMLReader does: line by line (bufio.Reader.ReadLine, so "\r\n" becomes
+// "\n" and a last line without newline gets one), a document ends at a
+// line that starts with "---", and a "---" line that opens a document
+// stays in it.
 type splitter struct {
 	w       *window
 	pos     int    // absolute offset of the next line

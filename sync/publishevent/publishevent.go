@@ -1,7 +1,8 @@
 // Package publishevent tells other systems that a catalog was published: a
-// sync.Observer that sends a CloudEvent of type io.catalogsync.catalog.published
-// (binary HTTP mode) to a sink URL, such as the K_SINK a Knative SinkBinding
-// or ContainerSource injects (the command resolves it).
+// [pipeline.Observer] that sends a CloudEvent of type
+// io.catalogsync.catalog.published (binary HTTP mode) to a sink URL, such
+// as the K_SINK a Knative SinkBinding or ContainerSource injects (the
+// command resolves it).
 //
 // Only syncs that moved the pointer emit: Published (new content) and Reused
 // (stored content made current again). UpToDate does not, since nothing a

@@ -35,7 +35,7 @@ func WithRegistriesConf(c *regconf.Config) Option {
 }
 
 // WithMirrors resolves every registry image through m, over
-// WithRegistriesConf's file (m should include it, see regconf.Merge); its
+// WithRegistriesConf's file (m should include it, see [regconf.Config.Merge]); its
 // answer is read at each resolution, so m may change while the Client
 // runs. nil adds nothing.
 func WithMirrors(m Mirrors) Option {

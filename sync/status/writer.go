@@ -31,8 +31,8 @@ var (
 )
 
 // Writer reports syncs in ClusterCatalog status. It implements
-// sync.Observer (and sync.WaitObserver, sync.Flusher): give it to every
-// sync (the engine's observers). Events update each catalog's desired
+// pipeline.Observer (and pipeline.WaitObserver, pipeline.Flusher): give
+// it to engine.WithObservers. Events update each catalog's desired
 // status in memory and queue the catalog on a client-go rate-limited
 // workqueue; a fixed number of workers apply it with server-side apply on
 // the status subresource, only when something changed, and at most about

@@ -402,7 +402,7 @@ func cleanEntry(name string) (string, error) {
 	return c, nil
 }
 
-// WalkCompare orders paths as fs.WalkDir visits them, the order of
+// WalkCompare orders paths as [io/fs.WalkDir] visits them, the order of
 // Files: component by component, so "a/b" comes before "a.txt" ('/' is
 // not compared as a byte).
 func WalkCompare(a, b string) int {
