@@ -2,9 +2,12 @@ package pipeline_test
 
 import (
 	"archive/tar"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
 
@@ -68,5 +71,44 @@ func TestStreamedOrWrittenAfterPull(t *testing.T) {
 				t.Fatalf("got\n%s\nwant\n%s", got, w)
 			}
 		})
+	}
+}
+
+// meta.json says whether the content was written as the layer streamed:
+// a one-layer image in walk order is.
+func TestUnitStreamedStat(t *testing.T) {
+	t.Parallel()
+	src, st, pl := newUnit(t)
+	src.tag("reg/c:v1", newImage(t, catalogLayer(t)))
+	res, err := runOnce(t, pl, "c", "reg/c:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok, err := catalog.HasContent(context.Background(), st, "c", res.Digest)
+	if err != nil || !ok {
+		t.Fatalf("content of %s: %v %v", res.Digest, ok, err)
+	}
+	if m.Stats["streamed"] != true {
+		t.Fatalf("stats %v, want streamed", m.Stats)
+	}
+}
+
+// Once files arrive out of order the streamed write is dropped, and the
+// streamer keeps taking files however many follow (its queue holds 1024):
+// the layer is read to its end and the content written after the pull.
+func TestUnitManyFilesAfterStreamingIsDropped(t *testing.T) {
+	t.Parallel()
+	src, _, pl := newUnit(t)
+	entries := []entry{{"configs/z.json", bigPackage("z", 1)}} // before a*: not walk order
+	for i := range 1100 {
+		entries = append(entries, entry{fmt.Sprintf("configs/a%04d.json", i), bigPackage(fmt.Sprintf("a%04d", i), 1)})
+	}
+	src.tag("reg/c:v1", newImage(t, tarLayer(t, entries...)))
+	res, err := runOnce(t, pl, "c", "reg/c:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 1101 {
+		t.Fatalf("%d files, want 1101", res.Files)
 	}
 }

@@ -15,14 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/regclient/regclient/types/errs"
-
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/unpack"
+	"github.com/regclient/regclient/types/errs"
 )
 
 // Unit tests: a fake registry side (fakeSource, an ImageReader) and the
@@ -461,4 +460,68 @@ func TestUnitLeaseOfAnotherCatalogIsNoLease(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// bigPackage is a valid package named name with n bundles in one
+// channel: a file of about n × 200 bytes.
+func bigPackage(name string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"schema":"olm.package","name":%q,"defaultChannel":"s"}`+"\n", name)
+	b.WriteString(`{"schema":"olm.channel","package":"` + name + `","name":"s","entries":[`)
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"name":"%s.v%d"`, name, i)
+		if i > 1 {
+			fmt.Fprintf(&b, `,"replaces":"%s.v%d"`, name, i-1)
+		}
+		b.WriteString("}")
+	}
+	b.WriteString("]}\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"schema":"olm.bundle","package":%q,"name":"%s.v%d","image":"example/%s:v%d","properties":[{"type":"olm.package","value":{"packageName":%q,"version":"%d.0.0"}}]}`+"\n",
+			name, name, i, name, i, name, i)
+	}
+	return b.String()
+}
+
+// qFixed is onePackage after a release changed its bundle's image.
+var qFixed = strings.Replace(onePackage, `"example/q:v1"`, `"example/q:v1-fixed"`, 1)
+
+// resync syncs catalog "c" from layer(onePackage) as reg/c:v1, then from
+// layer(q) as reg/c:v2, and returns both results; the second sync's error
+// is the caller's to judge.
+func resync(t *testing.T, src *fakeSource, pl *pipeline.Pipeline, layer func(q string) []byte, q string) (first, second pipeline.Result, err error) {
+	t.Helper()
+	src.tag("reg/c:v1", newImage(t, layer(onePackage)))
+	if first, err = runOnce(t, pl, "c", "reg/c:v1"); err != nil {
+		t.Fatal(err)
+	}
+	src.tag("reg/c:v2", newImage(t, layer(q)))
+	second, err = runOnce(t, pl, "c", "reg/c:v2")
+	return first, second, err
+}
+
+// eventLog records every event an observer hears.
+type eventLog struct {
+	mu     sync.Mutex
+	events []pipeline.Event
+}
+
+func (l *eventLog) Observe(e pipeline.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *eventLog) seen(ph pipeline.Phase) (pipeline.Event, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.Phase == ph {
+			return e, true
+		}
+	}
+	return pipeline.Event{}, false
 }
