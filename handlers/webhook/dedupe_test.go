@@ -85,3 +85,12 @@ func TestDedupeBoundedInBytes(t *testing.T) {
 		t.Fatal("a remembered long id is seen")
 	}
 }
+
+// An empty id in a batch does not stop the ids after it being recorded.
+func TestDedupeEmptyIDFirst(t *testing.T) {
+	d := NewDedupe(16, time.Hour)
+	d.Seen("", "x")
+	if !d.Seen("x") {
+		t.Fatal("x, after an empty id in its batch, was not recorded")
+	}
+}

@@ -192,3 +192,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// jsonRequest is a POST of body as application/json with extra headers.
+func jsonRequest(body string, header ...string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/hooks/t", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	return r
+}

@@ -1,8 +1,12 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -298,5 +302,138 @@ func TestReceiverConcurrentRedeliveries(t *testing.T) {
 	wg.Wait()
 	if got := rec.catalogs(); len(got) != 2 {
 		t.Fatalf("triggers %v, want one per delivery id", got)
+	}
+}
+
+// A receiver that accepts unauthenticated requests is warned about; an
+// authenticated one (a secret, or signed tokens without a secret) is not.
+func TestReceiverInsecureWarning(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gar := testConfig.Receivers[slices.IndexFunc(testConfig.Receivers, func(c ReceiverConfig) bool { return c.Type == TypeGAR })]
+	_, err := NewReceiver(Config{Receivers: []ReceiverConfig{
+		{Name: "open", Type: TypeDistribution, Insecure: true},
+		{Name: "keyed", Type: TypeDistribution, Insecure: true, Secret: "s3cret"},
+		{Name: "plain", Type: TypeHarbor, Secret: "s3cret"},
+		gar,
+	}}, testCatalogs, &recorder{}, WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		warned = append(warned, fmt.Sprint(rec["receiver"]))
+	}
+	if !slices.Equal(warned, []string{"open"}) {
+		t.Errorf("warned about %q, want [open]", warned)
+	}
+}
+
+// A path derived from a token (a credential) is flagged secret, so it
+// stays out of metrics and logs; an ordinary path is not hidden.
+func TestEndpointSecretFlag(t *testing.T) {
+	rc, _ := newTestReceiver(t)
+	for _, e := range rc.Endpoints() {
+		if want := e.Name == "quay" || e.Name == "hub"; e.Secret != want {
+			t.Errorf("%s (%s): Secret %v, want %v", e.Name, e.Type, e.Secret, want)
+		}
+	}
+	open, err := NewReceiver(Config{Receivers: []ReceiverConfig{{Name: "hub", Type: TypeDockerHub, Insecure: true}}}, testCatalogs, &recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := open.Endpoints()[0]; e.Secret {
+		t.Errorf("insecure %s at %s: flagged secret", e.Name, e.Path)
+	}
+}
+
+// Marking a signed-token receiver insecure keeps its token check: nobody
+// triggers syncs through it without a valid token.
+func TestReceiverInsecureKeyAuth(t *testing.T) {
+	gar := testConfig.Receivers[slices.IndexFunc(testConfig.Receivers, func(c ReceiverConfig) bool { return c.Type == TypeGAR })]
+	gar.Insecure = true
+	rec := &recorder{}
+	rc, err := NewReceiver(Config{Receivers: []ReceiverConfig{gar}}, testCatalogs, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range []string{"", "Bearer not-a-token"} {
+		f := loadFixture(t, "gar-push")
+		f.header.Del("Authorization")
+		if auth != "" {
+			f.header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, f.request(pathOf(t, rc, gar.Name)))
+		if w.Code != http.StatusUnauthorized && w.Code != http.StatusForbidden || len(rec.catalogs()) != 0 {
+			t.Errorf("Authorization %q: status %d, triggers %v", auth, w.Code, rec.catalogs())
+		}
+	}
+}
+
+// In a notification of several pushes, one that matches no catalog, or
+// one whose catalog was already triggered, does not stop the pushes and
+// catalogs after it from being triggered.
+func TestDispatchGoesOn(t *testing.T) {
+	m, err := NewMatcher(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cats := []Catalog{
+		{Name: "v1", Image: "registry.example.test/acme/cat:v1"},
+		{Name: "v2", Image: "registry.example.test/acme/cat:v2"},
+	}
+	p := func(tag string) Push { return Push{Host: "registry.example.test", Repository: "acme/cat", Tag: tag} }
+	rec := &recorder{}
+	// v9 matches nothing; v1 then the tagless push (v1 again, then v2).
+	n := Dispatch(context.Background(), m, cats, []Push{p("v9"), p("v1"), p("")}, rec, "test", slog.New(slog.DiscardHandler))
+	if got := rec.catalogs(); n != 2 || !slices.Equal(got, []string{"v1", "v2"}) {
+		t.Errorf("triggered %d: %v, want v1 and v2 once each", n, got)
+	}
+}
+
+// A body of exactly the size limit is read; one byte more is refused as
+// too large.
+func TestReadBodyAtLimit(t *testing.T) {
+	const max = 16
+	for size, want := range map[int]int{max: 0, max + 1: http.StatusRequestEntityTooLarge} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/t", strings.NewReader(strings.Repeat("x", size)))
+		body, status, err := ReadBody(httptest.NewRecorder(), r, max)
+		if status != want || (want == 0) != (err == nil && len(body) == size) {
+			t.Errorf("%d bytes: status %d, %d bytes read, %v; want status %d", size, status, len(body), err, want)
+		}
+	}
+}
+
+// The log line naming a notification's pushes is bounded (three pushes
+// named, 256 bytes kept), counts the rest, and places its commas.
+func TestDescribeIsBounded(t *testing.T) {
+	p := func(repo string) Push { return Push{Host: "r.example.test", Repository: repo, Tag: "v1"} }
+	for _, tc := range []struct {
+		pushes []Push
+		want   string
+	}{
+		{[]Push{p("a")}, "r.example.test/a:v1"},
+		{[]Push{p("a"), p("b")}, "r.example.test/a:v1, r.example.test/b:v1"},
+		{[]Push{p("a"), p("b"), p("c"), p("d"), p("e")}, "r.example.test/a:v1, r.example.test/b:v1, r.example.test/c:v1 and 2 more"},
+	} {
+		if got := describe(tc.pushes); got != tc.want {
+			t.Errorf("describe: %q, want %q", got, tc.want)
+		}
+	}
+	// "r.example.test/" and ":v1" are 18 bytes of the 256 kept.
+	exact, long := p(strings.Repeat("a", 256-18)), p(strings.Repeat("a", 257-18))
+	if got := describe([]Push{exact}); got != exact.String() {
+		t.Errorf("256 bytes: %q, want it whole", got)
+	}
+	if got := describe([]Push{long}); got != long.String()[:256]+"…" {
+		t.Errorf("257 bytes: %q, want 256 and an ellipsis", got)
 	}
 }
