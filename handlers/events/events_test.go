@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,10 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/storage/storagetest"
+	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
-
-	"github.com/catalogsync/catalogsync/handlers/webhook"
 )
 
 const fixtureDir = "../../testdata/webhooks"
@@ -326,30 +331,6 @@ func TestEventsSDKModes(t *testing.T) {
 	})
 }
 
-func TestEventsToken(t *testing.T) {
-	h, e := newHandler(t, Config{Token: "broker-token"}, catalogs)
-	r := request(t, "knative-pingsource-ping")
-	if w := serve(h, r); w.Code != 401 {
-		t.Fatalf("no token: %d", w.Code)
-	}
-	r = request(t, "knative-pingsource-ping")
-	r.Header.Set("Authorization", "Bearer guess")
-	if w := serve(h, r); w.Code != 403 {
-		t.Fatalf("wrong token: %d", w.Code)
-	}
-	if _, polls := e.state(); polls != 0 {
-		t.Fatal("unauthenticated event acted on")
-	}
-	r = request(t, "knative-pingsource-ping")
-	r.Header.Set("Authorization", "Bearer broker-token")
-	if w := serve(h, r); w.Code != 202 {
-		t.Fatalf("token: %d", w.Code)
-	}
-	if _, polls := e.state(); polls != 1 {
-		t.Fatal("authenticated ping not acted on")
-	}
-}
-
 func TestEventsHandshake(t *testing.T) {
 	h, _ := newHandler(t, Config{}, catalogs)
 	r := httptest.NewRequest(http.MethodOptions, "/events", nil)
@@ -402,4 +383,264 @@ func TestEventsIDsBounded(t *testing.T) {
 	if trig, polls := e.state(); len(trig) != 0 || polls != 1 || h.seen.Len() != 1 {
 		t.Fatalf("triggers %v, polls %d, ids %d", trig, polls, h.seen.Len())
 	}
+}
+
+// New refuses a missing lister and a missing triggerer each on its own.
+func TestNewNeedsListerAndTriggerer(t *testing.T) {
+	e := &fakeEngine{}
+	if _, err := New(Config{Insecure: true}, catalogs, nil, e); !errors.Is(err, webhook.ErrConfig) {
+		t.Fatalf("no triggerer: %v", err)
+	}
+	if _, err := New(Config{Insecure: true}, nil, e, e); !errors.Is(err, webhook.ErrConfig) {
+		t.Fatalf("no lister: %v", err)
+	}
+}
+
+// A too-large body counts as too_large, an unreadable one as invalid.
+func TestEventsBodyOutcomes(t *testing.T) {
+	got := map[string]int{}
+	h, _ := newHandler(t, Config{}, catalogs, WithOutcome(func(_, o string) { got[o]++ }))
+	r := request(t, "knative-pingsource-ping")
+	setBody(strings.Repeat("x", webhook.DefaultMaxBodyBytes+1))(r)
+	serve(h, r)
+	if got[webhook.OutcomeTooLarge] != 1 || len(got) != 1 {
+		t.Fatalf("oversized body: outcomes %v, want one too_large", got)
+	}
+	r = request(t, "knative-pingsource-ping")
+	r.Body = errReader{}
+	serve(h, r)
+	if got[webhook.OutcomeInvalid] != 1 || len(got) != 2 {
+		t.Fatalf("unreadable body: outcomes %v, want one invalid more", got)
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+func (errReader) Close() error { return nil }
+
+// An id, source or subject of exactly maxAttrBytes is accepted.
+func TestEventsAttrAtBound(t *testing.T) {
+	h, e := newHandler(t, Config{}, catalogs)
+	for _, hdr := range []string{"Ce-Id", "Ce-Source", "Ce-Subject"} {
+		r := request(t, "apiserver-ref-add")
+		r.Header.Set(hdr, strings.Repeat("a", maxAttrBytes))
+		if w := serve(h, r); w.Code != 202 {
+			t.Fatalf("%s of %d bytes: %d %s", hdr, maxAttrBytes, w.Code, w.Body)
+		}
+	}
+	if trig, _ := e.state(); len(trig) != 3 {
+		t.Fatalf("triggers %v, want 3", trig)
+	}
+}
+
+// A ping exactly PingInterval after the last poll polls; one a nanosecond
+// earlier does not.
+func TestEventsPingIntervalBoundary(t *testing.T) {
+	now := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
+	h, e := newHandler(t, Config{PingInterval: time.Minute}, catalogs, WithClock(func() time.Time { return now }))
+	ping := func(id string) {
+		r := request(t, "knative-pingsource-ping")
+		r.Header.Set("Ce-Id", id)
+		if w := serve(h, r); w.Code != 202 {
+			t.Fatalf("ping %s: %d", id, w.Code)
+		}
+	}
+	ping("1")
+	now = now.Add(time.Minute - 1)
+	ping("2")
+	if _, polls := e.state(); polls != 1 {
+		t.Fatalf("%d polls, want 1 within the interval", polls)
+	}
+	now = now.Add(1)
+	ping("3")
+	if _, polls := e.state(); polls != 2 {
+		t.Fatalf("%d polls, want 2 at the interval", polls)
+	}
+}
+
+// By default a second reference-mode update of one catalog within 30 s
+// is ignored (and heard again after: the window is not endless); an add
+// does not start that window.
+func TestEventsRefUpdateDefaultWindow(t *testing.T) {
+	h, e := newHandler(t, Config{}, catalogs)
+	if h.cfg.RefUpdateInterval != 30*time.Second {
+		t.Fatalf("default reference-update window %s, want 30s", h.cfg.RefUpdateInterval)
+	}
+	for i, typ := range []string{APIServerRefAdd, APIServerRefUpdate, APIServerRefUpdate} {
+		r := request(t, "apiserver-ref-update")
+		r.Header.Set("Ce-Type", typ)
+		r.Header.Set("Ce-Id", fmt.Sprint("ref-", i))
+		if w := serve(h, r); w.Code != 202 {
+			t.Fatalf("%s: %d", typ, w.Code)
+		}
+	}
+	if trig, _ := e.state(); !slices.Equal(trig, []string{"operatorhub", "operatorhub"}) {
+		t.Fatalf("triggers %v, want the add and the first update", trig)
+	}
+}
+
+// Resource-mode updates: only the Progressing condition's
+// observedGeneration says the spec was seen; an object without a
+// generation, and an add, always trigger.
+func TestEventsResourceGeneration(t *testing.T) {
+	obj := func(gen int, conds string) string {
+		return fmt.Sprintf(`{"apiVersion":"olm.operatorframework.io/v1","kind":"ClusterCatalog","metadata":{"name":"operatorhub","generation":%d},"status":{"conditions":[%s]}}`, gen, conds)
+	}
+	for _, tc := range []struct {
+		name, typ, body string
+		trig            bool
+	}{
+		{"other condition saw it", APIServerResourceUpdate, obj(3, `{"type":"Serving","observedGeneration":3},{"type":"Progressing","observedGeneration":2}`), true},
+		{"progressing saw it", APIServerResourceUpdate, obj(3, `{"type":"Progressing","observedGeneration":3}`), false},
+		{"no generation", APIServerResourceUpdate, obj(0, `{"type":"Progressing","observedGeneration":0}`), true},
+		{"add of an observed generation", APIServerResourceAdd, obj(3, `{"type":"Progressing","observedGeneration":3}`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, e := newHandler(t, Config{}, catalogs)
+			r := request(t, "apiserver-resource-update-spec")
+			r.Header.Set("Ce-Type", tc.typ)
+			setBody(tc.body)(r)
+			if w := serve(h, r); w.Code != 202 {
+				t.Fatalf("%d %s", w.Code, w.Body)
+			}
+			if trig, _ := e.state(); (len(trig) == 1) != tc.trig {
+				t.Fatalf("triggers %v, want triggered %v", trig, tc.trig)
+			}
+		})
+	}
+}
+
+// Only ClusterCatalogs of the catalog API group are acted on: the right
+// group with another kind, or the right kind in another group, is not.
+func TestEventsOtherKinds(t *testing.T) {
+	for _, av := range []string{`"apiVersion":"olm.operatorframework.io/v1","kind":"ClusterExtension"`, `"apiVersion":"example.test/v1","kind":"ClusterCatalog"`} {
+		h, e := newHandler(t, Config{}, catalogs)
+		r := request(t, "apiserver-ref-add")
+		setBody(`{` + av + `,"name":"operatorhub"}`)(r)
+		if w := serve(h, r); w.Code != 202 {
+			t.Fatalf("%s: %d", av, w.Code)
+		}
+		if trig, _ := e.state(); len(trig) != 0 {
+			t.Fatalf("%s triggered %v", av, trig)
+		}
+	}
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// enginePoller polls a real engine, as serve does.
+type enginePoller struct{ e *engine.Engine }
+
+func (p enginePoller) PollDue(ctx context.Context) { p.e.PollDue(ctx) }
+
+// A flood of PingSource events costs the store what one poll costs: pings
+// within PingInterval of the last poll are coalesced.
+func TestEventsPingFloodCoalesced(t *testing.T) {
+	st, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := storagetest.NewCounting(st)
+	set := engine.StaticCatalogs{
+		{Name: "a", Image: "registry.example.test/a:v1", PollInterval: time.Minute},
+		{Name: "b", Image: "registry.example.test/b:v1", PollInterval: time.Minute},
+		{Name: "c", Image: "registry.example.test/c:v1", PollInterval: time.Minute},
+	}
+	// The syncs a poll queues settle for an hour, so they never run and
+	// the store sees only the poll's own reads.
+	eng := engine.New(nil, set, counting, engine.WithSettle(time.Hour, time.Hour))
+	now := time.Unix(1_800_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	h, err := New(Config{Insecure: true}, lister{}, &fakeEngine{}, enginePoller{eng}, WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := func() int {
+		stats, gets, _ := counting.Snapshot()
+		n := 0
+		for _, v := range stats {
+			n += v
+		}
+		for _, v := range gets {
+			n += v
+		}
+		return n
+	}
+	ping := func(i int) {
+		r := request(t, "knative-pingsource-ping")
+		r.Header.Set("Ce-Id", "ping-"+strconv.Itoa(i))
+		if w := serve(h, r); w.Code != 202 {
+			t.Fatalf("ping %d: %d", i, w.Code)
+		}
+	}
+	ping(0)
+	one := ops()
+	if one == 0 {
+		t.Fatal("a poll read nothing from the store")
+	}
+	for i := 1; i <= 200; i++ {
+		ping(i)
+	}
+	if got := ops(); got != one {
+		t.Fatalf("200 more pings within the interval made %d store operations, one poll makes %d", got-one, one)
+	}
+	mu.Lock()
+	now = now.Add(31 * time.Second)
+	mu.Unlock()
+	ping(201)
+	if got := ops(); got != 2*one {
+		t.Fatalf("a ping after the interval: %d store operations, want %d", got, 2*one)
+	}
+}
+
+// Events that change nothing say why at info level, at most once per
+// interval per reason, and every outcome is counted.
+func TestEventsOutcomesAndNotices(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	outcomes := map[string]int{}
+	h, _ := newHandler(t, Config{}, lister{{Name: "x", Image: "registry.example.test/x:v1"}}, WithLogger(log),
+		WithOutcome(func(source, outcome string) {
+			if source != Source {
+				t.Errorf("source %q", source)
+			}
+			outcomes[outcome]++
+		}))
+	for i := range 3 {
+		r := request(t, "harbor-cloudevents-push") // names no configured catalog
+		setBody(strings.Replace(readBody(t, r), "4b2f89a6", "push-"+strconv.Itoa(i), 1))(r)
+		serve(h, r)
+	}
+	// A redelivered push is a duplicate...
+	r := request(t, "harbor-cloudevents-push")
+	setBody(strings.Replace(readBody(t, r), "4b2f89a6", "push-0", 1))(r)
+	serve(h, r)
+	// ...an event of a type never acted on is ignored each time (its id is
+	// not recorded).
+	serve(h, request(t, "harbor-cloudevents-deleted"))
+	serve(h, request(t, "harbor-cloudevents-deleted"))
+	if n := strings.Count(buf.String(), `msg="cloudevent matched no catalog"`); n != 1 {
+		t.Errorf("%d info lines for unmatched events, want 1:\n%s", n, buf.String())
+	}
+	if n := strings.Count(buf.String(), `msg="cloudevent ignored"`); n != 1 {
+		t.Errorf("%d info lines for ignored events, want 1:\n%s", n, buf.String())
+	}
+	want := map[string]int{webhook.OutcomeUnmatched: 3, webhook.OutcomeIgnored: 2, webhook.OutcomeDuplicate: 1}
+	for k, v := range want {
+		if outcomes[k] != v {
+			t.Errorf("outcome %s counted %d times, want %d (all: %v)", k, outcomes[k], v, outcomes)
+		}
+	}
+}
+
+func readBody(t *testing.T, r *http.Request) string {
+	t.Helper()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
