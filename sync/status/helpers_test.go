@@ -14,15 +14,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
-
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/backoff"
@@ -30,6 +21,15 @@ import (
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 )
 
 const testBaseURL = "https://catalogsync.catalogsync-system.svc"
@@ -601,4 +601,22 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// applyAs applies one condition to fc's catalog as field manager m: what
+// another writer (a replica, a restarted process) puts on the status.
+func applyAs(t *testing.T, fc *fakeCluster, m string, c metav1.Condition) {
+	t.Helper()
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&Status{Conditions: []metav1.Condition{c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": fc.cat.Name}, "status": raw}}
+	if _, err := fc.ApplyStatus(context.Background(), fc.cat.Name, u, metav1.ApplyOptions{FieldManager: m}); err != nil {
+		t.Fatal(err)
+	}
 }

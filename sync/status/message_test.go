@@ -89,3 +89,50 @@ func TestNewWriterRefusesBadBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// Each unit starts at its exact size; an unknown total (0) prints done
+// alone; twelve hex digits are not cut.
+func TestMessageBoundaries(t *testing.T) {
+	for _, tc := range []struct {
+		done, total int64
+		want        string
+	}{
+		{1_000_000_000, 1_000_000_000, "1.0/1.0 GB"},
+		{999_999_999, 999_999_999, "1000.0/1000.0 MB"},
+		{1_000_000, 1_000_000, "1.0/1.0 MB"},
+		{1_000, 1_000, "1.0/1.0 kB"},
+		{999, 999, "999/999 B"},
+		{2_000_000, 0, "2.0 MB"},
+		{512, 0, "512 B"},
+		{512, -1, "512 B"},
+	} {
+		if got := byteProgress(tc.done, tc.total); got != tc.want {
+			t.Errorf("byteProgress(%d, %d) = %q, want %q", tc.done, tc.total, got, tc.want)
+		}
+	}
+	if got := shortDigest("sha256:0123456789ab"); got != "sha256:0123456789ab" {
+		t.Errorf("12 hex digits cut: %q", got)
+	}
+	if got := shortDigest("sha256:0123456789abc"); got != "sha256:0123456789ab…" {
+		t.Errorf("13 hex digits: %q", got)
+	}
+	if got := seconds(time.Minute); got != "1m0s" {
+		t.Errorf("a minute: %q", got)
+	}
+	if got := seconds(time.Minute - time.Second/10); got != "59.9s" {
+		t.Errorf("just under a minute: %q", got)
+	}
+}
+
+// The temp folder the process uses is scrubbed from messages wherever it
+// is; a temp folder of "/" adds nothing (it would match every path).
+func TestTempDirPatternFollowsTMPDIR(t *testing.T) {
+	t.Setenv("TMPDIR", "/work/spool")
+	if re := tempDirPattern(); !re.MatchString("open /work/spool/x1/catalog.jsonl") || !re.MatchString("/tmp/a") {
+		t.Errorf("%s misses the temp folder", re)
+	}
+	t.Setenv("TMPDIR", "/")
+	if re := tempDirPattern(); re.MatchString("open /etc/catalog.jsonl") {
+		t.Errorf("%s with TMPDIR=/ matches any path", re)
+	}
+}

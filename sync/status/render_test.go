@@ -8,10 +8,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/catalogsync/catalogsync/sync/pipeline"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Fast tests of what the Writer puts in the status, on an in-memory
@@ -348,5 +348,300 @@ func TestRenderUnreadablePointerKeepsServing(t *testing.T) {
 	after := r2.fc.status()
 	if !sameServing(before, after) {
 		t.Errorf("serving fields changed from\n%s\nto\n%s", jsonOf(before), jsonOf(after))
+	}
+}
+
+// A new layer is a new state, written at once; byte counts of one layer
+// wait for the rest of the second.
+func TestRenderNewLayerWrittenAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.mustWrite()
+	r.observe(pipeline.Event{Phase: pipeline.PhasePulling, Digest: digest1, Layer: 1, Layers: 2, BytesDone: 4e6, BytesTotal: 4e6})
+	r.mustWrite()
+	r.advance(100 * time.Millisecond)
+	r.observe(pipeline.Event{Phase: pipeline.PhasePulling, Digest: digest1, Layer: 2, Layers: 2, BytesDone: 0, BytesTotal: 4e6})
+	if wait := r.mustWrite(); wait != 0 {
+		t.Errorf("asked to wait %v for a new layer", wait)
+	}
+	checkCond(t, r, TypeProgressing, metav1.ConditionTrue, ReasonSucceeded, "Pulling sha256:111111111111… layer 2/2: 0.0/4.0 MB")
+}
+
+// A spec edited while a sync runs is not claimed observed by that sync:
+// its Progressing condition keeps the generation it started on.
+func TestRenderAttemptKeepsItsGeneration(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	r.mustWrite()
+	gen := r.cond(TypeProgressing).ObservedGeneration
+	r.edit(func(c *Catalog) { c.Image = "registry.test/cat:v2" })
+	r.advance(2 * time.Second)
+	r.observe(pipeline.Event{Phase: pipeline.PhasePulling, Digest: digest1, Layer: 1, Layers: 1, BytesDone: 1, BytesTotal: 4e6})
+	r.mustWrite()
+	if c := r.cond(TypeProgressing); c.ObservedGeneration != gen || !strings.HasPrefix(c.Message, "Pulling") {
+		t.Fatalf("Progressing %q at generation %d, want the running attempt's %d", c.Message, c.ObservedGeneration, gen)
+	}
+}
+
+// The metadata.name label is set where it is missing, once; a restarted
+// writer finds it there and applies nothing.
+func TestRenderLabelSetOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.mustWrite()
+	r.mustWrite()
+	r.fc.mu.Lock()
+	label, n := r.fc.labels[MetadataNameLabel], r.fc.labelApplies
+	r.fc.mu.Unlock()
+	if label != "cat" || n != 1 || r.w.Stats().Labels != 1 {
+		t.Fatalf("label %q after %d applies (%d counted), want \"cat\" after 1", label, n, r.w.Stats().Labels)
+	}
+	r = newRigOn(t, r.fc)
+	r.mustWrite()
+	r.fc.mu.Lock()
+	defer r.fc.mu.Unlock()
+	if r.fc.labelApplies != 1 {
+		t.Fatalf("a restarted writer applied the label again (%d applies)", r.fc.labelApplies)
+	}
+}
+
+// A lease wait that is not stalled clears only a shown lease wait, not a
+// wait of another kind.
+func TestRenderLeaseWaitKeepsSlotWait(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.w.ObserveWait(pipeline.Wait{Catalog: "cat", Reason: pipeline.WaitSlot, Detail: "4 of 4 in use", Time: r.clock()})
+	r.w.ObserveWait(pipeline.Wait{Catalog: "cat", Reason: pipeline.WaitLease, Holder: "r2", Time: r.clock()})
+	r.mustWrite()
+	checkCond(t, r, TypeProgressing, metav1.ConditionTrue, ReasonSucceeded, "Waiting for a free sync slot (4 of 4 in use)")
+}
+
+// A restarted writer reads from the status that the last sync ended at
+// the current generation: its first quiet poll writes nothing either.
+func TestRenderQuietPollAfterRestart(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	published(r, digest1, pipeline.ActionPublished)
+	r.mustWrite()
+	r = newRigOn(t, r.fc)
+	r.mustWrite()
+	n := r.fc.statusApplies()
+	r.advance(time.Minute)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	r.mustWrite()
+	r.advance(300 * time.Millisecond)
+	published(r, digest1, pipeline.ActionUpToDate)
+	r.mustWrite()
+	if got := r.fc.statusApplies(); got != n {
+		t.Errorf("%d applies for a quiet poll after a restart, want none; Progressing %q", got-n, r.cond(TypeProgressing).Message)
+	}
+}
+
+// The informer's echo of our own apply is not news: no pointer read, no
+// apply; another writer's change is.
+func TestRenderOwnEchoIgnored(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.mustWrite()
+	reads := func() int {
+		r.fc.mu.Lock()
+		defer r.fc.mu.Unlock()
+		return r.fc.ptrReads
+	}
+	n, applies := reads(), r.fc.statusApplies()
+	r.w.sourceEvent("cat")
+	r.mustWrite()
+	if reads() != n || r.fc.statusApplies() != applies {
+		t.Fatalf("our own apply's echo cost %d pointer reads and %d applies", reads()-n, r.fc.statusApplies()-applies)
+	}
+	r.fc.touch()
+	r.w.sourceEvent("cat")
+	r.mustWrite()
+	if reads() != n+1 {
+		t.Fatalf("another writer's change cost %d pointer reads, want 1", reads()-n)
+	}
+}
+
+// A label that cannot be set does not hold the status back; it is tried
+// again after a backoff that grows with each failure.
+func TestRenderLabelBackoff(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.mu.Lock()
+	r.fc.labelErr = apierrors.NewForbidden(schema.GroupResource{Resource: "clustercatalogs"}, "cat", errors.New("no patch"))
+	r.fc.mu.Unlock()
+	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
+		wait := r.mustWrite()
+		if wait < want*8/10 || wait > want*12/10 {
+			t.Fatalf("failure %d: retry in %v, want %v ±20%%", i+1, wait, want)
+		}
+		r.advance(wait)
+	}
+	if r.fc.statusApplies() == 0 {
+		t.Fatal("the failing label held the status back")
+	}
+}
+
+// A pointer that cannot be read is tried again after a backoff that
+// grows with each failure.
+func TestRenderPointerBackoff(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.setPointerErr(errors.New("store unavailable"))
+	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
+		wait := r.mustWrite()
+		if wait < want*8/10 || wait > want*12/10 {
+			t.Fatalf("failure %d: retry in %v, want %v ±20%%", i+1, wait, want)
+		}
+		r.advance(wait)
+	}
+}
+
+// An end Flush could not wait for is written late only if nobody else
+// wrote the Progressing condition meanwhile: the next lease holder's
+// word is newer.
+func TestRenderLateEnd(t *testing.T) {
+	t.Parallel()
+	for _, other := range []bool{false, true} {
+		r := newRig(t)
+		r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+		r.mustWrite()
+		published(r, digest1, pipeline.ActionPublished)
+		over, stop := context.WithCancel(context.Background())
+		stop()
+		r.w.Flush(over, "cat", r.clock())
+		want := "Published " + digest1
+		if other {
+			want = "Resolving by the next holder"
+			applyAs(t, r.fc, DefaultFieldManager+"/r2", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+				Reason: ReasonSucceeded, Message: want})
+			r.w.sourceEvent("cat")
+		}
+		r.mustWrite()
+		if got := r.cond(TypeProgressing).Message; !strings.HasPrefix(got, want) {
+			t.Errorf("another writer %v: Progressing %q, want %q", other, got, want)
+		}
+	}
+}
+
+// A first status whose sync found the catalog up to date (published by an
+// earlier process, no Progressing condition yet) says so.
+func TestRenderUpToDateFirstStatus(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	published(r, digest1, pipeline.ActionUpToDate)
+	r.mustWrite()
+	if c := r.cond(TypeProgressing); c.Reason != ReasonSucceeded || !strings.Contains(c.Message, shortDigest(digest1)) && !strings.Contains(c.Message, digest1) {
+		t.Fatalf("Progressing %s %q", c.Reason, c.Message)
+	}
+}
+
+// A failed Serving apply is the step's error, retried, not swallowed.
+func TestRenderServingApplyFailure(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.fc.mu.Lock()
+	r.fc.failFor = map[string]error{DefaultFieldManager: apierrors.NewServiceUnavailable("etcd is away")}
+	r.fc.mu.Unlock()
+	if _, err := r.write(); err == nil {
+		t.Fatal("a failed Serving apply went unreported")
+	}
+	if st := r.w.Stats(); st.Failures != 1 || st.Conflicts != 0 {
+		t.Fatalf("stats %+v, want one failure", st)
+	}
+}
+
+// With the pointer unreadable, a status another replica moved to a newer
+// digest is not moved back to the digest of an old pointer read.
+func TestRenderStalePointerDoesNotMoveServingBack(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.fc.publish(digest1, r.clock())
+	r.mustWrite()
+	r.advance(time.Minute)
+	r.fc.publish(digest2, r.clock())
+	applyAs(t, r.fc, DefaultFieldManager, metav1.Condition{Type: TypeServing, Status: metav1.ConditionTrue,
+		Reason: ReasonAvailable, Message: "Serving " + digest2 + " from " + testImage})
+	r.fc.setPointerErr(errors.New("store unavailable"))
+	r.w.sourceEvent("cat")
+	for range 3 {
+		r.w.write(context.Background(), "cat") //nolint:errcheck // the pointer read fails; the status is what is checked
+	}
+	if got := r.cond(TypeServing).Message; !strings.Contains(got, digest2) {
+		t.Fatalf("Serving moved back: %q", got)
+	}
+}
+
+// An up-to-date poll keeps the message of the sync that did the work only
+// when that message is a success of this generation naming this digest.
+func TestRenderUpToDateKeepsOnlyItsOwnMessage(t *testing.T) {
+	t.Parallel()
+	upToDate := "Published " + digest1 + " (up to date)"
+	for _, tc := range []struct {
+		name, reason, msg string
+		gen               int64
+		want              string
+	}{
+		{"the work's message", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 1, "Published " + digest1 + " in 2.0s"},
+		{"another digest", ReasonSucceeded, "Published " + digest2 + " in 2.0s", 1, upToDate},
+		{"a failure", ReasonRetrying, "Published " + digest1 + " in 2.0s", 1, upToDate},
+		{"an older generation", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 0, upToDate},
+		{"not a success message", ReasonSucceeded, "Pulling " + digest1, 1, upToDate},
+	} {
+		fc := newFakeCluster("cat", testImage)
+		applyAs(t, fc, DefaultFieldManager+"/r1", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+			Reason: tc.reason, Message: tc.msg, ObservedGeneration: tc.gen})
+		r := newRigOn(t, fc)
+		r.fc.publish(digest1, r.clock())
+		r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+		published(r, digest1, pipeline.ActionUpToDate)
+		r.mustWrite()
+		if got := r.cond(TypeProgressing).Message; got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Once the end of a sync is on the status, another writer's later
+// Progressing stands: the old end is not written again over it.
+func TestRenderWrittenEndNotRepeated(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	published(r, digest1, pipeline.ActionPublished)
+	r.mustWrite()
+	const next = "Resolving by the next holder"
+	applyAs(t, r.fc, DefaultFieldManager+"/r2", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+		Reason: ReasonSucceeded, Message: next})
+	r.w.sourceEvent("cat")
+	r.advance(2 * time.Second)
+	r.mustWrite()
+	if got := r.cond(TypeProgressing).Message; got != next {
+		t.Fatalf("Progressing %q, want the next holder's %q", got, next)
+	}
+}
+
+// digestOf reads the resolved reference, "" for any part missing.
+func TestDigestOf(t *testing.T) {
+	ref := "registry.test/cat@" + digest1
+	for _, tc := range []struct {
+		s    *Status
+		want string
+	}{
+		{nil, ""},
+		{&Status{}, ""},
+		{&Status{ResolvedSource: &ResolvedSource{Type: SourceTypeImage}}, ""},
+		{&Status{ResolvedSource: &ResolvedSource{Type: SourceTypeImage, Image: &ResolvedImageSource{Ref: ref}}}, ref},
+	} {
+		if got := digestOf(tc.s); got != tc.want {
+			t.Errorf("digestOf(%s) = %q, want %q", jsonOf(tc.s), got, tc.want)
+		}
 	}
 }
