@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/storage/storagetest"
 )
 
@@ -798,5 +799,53 @@ func TestOpenInconsistent(t *testing.T) {
 	s.Put(ctx, prefix+"catalog.jsonl", bytes.NewReader(all[:len(all)/2]))
 	if err := c.Query(ctx, io.Discard, Query{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Query of truncated catalog.jsonl = %v, want ErrCorrupt", err)
+	}
+}
+
+// readMeta accepts a meta.json only when it describes this catalog and
+// digest with sizes in range; the bounds themselves are in range. A
+// meta.json of exactly maxSmall bytes is read whole.
+func TestMetaBounds(t *testing.T) {
+	ctx := context.Background()
+	st, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	good := Meta{Format: metaFormat, Name: "c", Digest: digest, Size: 0, Objects: 0, IndexSize: indexHeader + 4}
+	for _, tc := range []struct {
+		name string
+		edit func(*Meta)
+		ok   bool
+	}{
+		{"smallest", func(*Meta) {}, true},
+		{"largest index", func(m *Meta) { m.IndexSize = maxIndex }, true},
+		{"another digest", func(m *Meta) { m.Digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222" }, false},
+		{"another catalog", func(m *Meta) { m.Name = "d" }, false},
+		{"negative size", func(m *Meta) { m.Size = -1 }, false},
+		{"negative objects", func(m *Meta) { m.Objects = -1 }, false},
+		{"index too small", func(m *Meta) { m.IndexSize = indexHeader + 3 }, false},
+		{"index too large", func(m *Meta) { m.IndexSize = maxIndex + 1 }, false},
+	} {
+		m := good
+		tc.edit(&m)
+		b, _ := json.Marshal(m)
+		if _, err := st.Put(ctx, contentPrefix("c", digest)+metaFile, bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := HasContent(ctx, st, "c", digest); err != nil || ok != tc.ok {
+			t.Errorf("%s: complete %v (%v), want %v", tc.name, ok, err, tc.ok)
+		}
+	}
+	b, _ := json.Marshal(good)
+	for _, size := range []int{maxSmall, maxSmall + 1} {
+		padded := append(bytes.Clone(b), bytes.Repeat([]byte(" "), size-len(b))...)
+		if _, err := st.Put(ctx, contentPrefix("c", digest)+metaFile, bytes.NewReader(padded)); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := HasContent(ctx, st, "c", digest); err != nil || ok != (size == maxSmall) {
+			t.Errorf("meta.json of %d bytes: complete %v (%v)", size, ok, err)
+		}
 	}
 }

@@ -63,3 +63,25 @@ func TestMarkConfiguredKeepsCatalogs(t *testing.T) {
 		t.Fatal("an invalid name is refused")
 	}
 }
+
+// MarkConfigured writes the mark of every listed catalog and refuses a
+// bad name.
+func TestMarkConfiguredWrites(t *testing.T) {
+	ctx := context.Background()
+	st, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := MarkConfigured(ctx, st, []string{"a", "b"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		if _, err := st.Stat(ctx, catalogPrefix(n)+configuredFile); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if err := MarkConfigured(ctx, st, []string{"../x"}, time.Hour); err == nil {
+		t.Error("a bad name was marked")
+	}
+}

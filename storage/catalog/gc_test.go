@@ -686,3 +686,74 @@ func TestGCLeftovers(t *testing.T) {
 		gcCheckServes(t, s, "l")
 	})
 }
+
+// TestGCOnFilesystemStore runs TestGC's cases on the filesystem store
+// under -short, where TestGC skips (it needs MinIO for its other backend):
+// without it GC has no -short test at all.
+func TestGCOnFilesystemStore(t *testing.T) {
+	if !testing.Short() {
+		t.Skip("TestGC runs these on both backends")
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, storage.Store)
+	}{
+		{"KeepNewest", testGCKeepNewest},
+		{"GraceFromLastSwap", testGCGraceFromLastSwap},
+		{"LRUBySize", testGCLRUBySize},
+		{"RemovedCatalogs", testGCRemovedCatalogs},
+		{"Incomplete", testGCIncomplete},
+		{"DryRun", testGCDryRun},
+		{"Republished", testGCRepublished},
+		{"PublishedAfterListing", testGCPublishedAfterListing},
+		{"LeavesWhatItDoesNotKnow", testGCLeavesUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+	}
+}
+
+// GCOptions' zero values mean the defaults, negative ones none, positive
+// ones themselves; the unconfigured age is never below the grace period.
+// An empty catalog list deletes nothing and says so; no list says nothing.
+// Unlike TestGCOnFilesystemStore's cases this runs without -short too. Catches any of
+// these cases inverted (== 0, > 0, < 0, the list's nil and length tests).
+func TestGCOptionsResolve(t *testing.T) {
+	const h = time.Hour
+	for _, tc := range []struct {
+		o                   GCOptions
+		grace, unconfigured time.Duration
+		keep                int
+	}{
+		{GCOptions{}, DefaultGrace, DefaultUnconfiguredAge, DefaultKeep},
+		{GCOptions{Grace: 3 * h, UnconfiguredAge: 5 * h, Keep: 3}, 3 * h, 5 * h, 3},
+		{GCOptions{Grace: 3 * h, UnconfiguredAge: 2 * h, Keep: 1}, 3 * h, 3 * h, 1},
+		{GCOptions{Grace: -1, UnconfiguredAge: -1, Keep: -1}, 0, 0, 0},
+		{GCOptions{Grace: 30 * time.Minute, UnconfiguredAge: -1}, 30 * time.Minute, 30 * time.Minute, DefaultKeep},
+	} {
+		r := newGCRun(nil, tc.o)
+		if r.grace != tc.grace || r.unconfigured != tc.unconfigured || r.keepNewest != tc.keep {
+			t.Errorf("%+v: grace %v, unconfigured %v, keep %d; want %v, %v, %d",
+				tc.o, r.grace, r.unconfigured, r.keepNewest, tc.grace, tc.unconfigured, tc.keep)
+		}
+	}
+	for _, tc := range []struct {
+		list     []string
+		set      map[string]bool
+		problems int
+	}{
+		{nil, nil, 0},
+		{[]string{}, nil, 1},
+		{[]string{"a", "b"}, map[string]bool{"a": true, "b": true}, 0},
+	} {
+		r := newGCRun(nil, GCOptions{Catalogs: tc.list})
+		set := r.configured()
+		if (set == nil) != (tc.set == nil) || len(set) != len(tc.set) || len(r.rep.Problems) != tc.problems {
+			t.Errorf("list %#v: set %v, problems %q; want %v and %d problems", tc.list, set, r.rep.Problems, tc.set, tc.problems)
+		}
+		for n := range tc.set {
+			if !set[n] {
+				t.Errorf("list %#v: %s not in the set %v", tc.list, n, set)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,5 +133,150 @@ func TestLeaseHolderOutlived(t *testing.T) {
 		if got := me.outlived(tc.cur); got != tc.dead {
 			t.Errorf("%s: outlived %v, want %v", tc.name, got, tc.dead)
 		}
+	}
+}
+
+// hookStore runs hook before each PutIf; a non-nil error from it is
+// returned instead of writing.
+type hookStore struct {
+	storage.Store
+	mu   sync.Mutex
+	n    int // PutIf calls so far
+	hook func(ctx context.Context, n int, key string) error
+}
+
+func (h *hookStore) PutIf(ctx context.Context, key string, data []byte, ifMatch string) (storage.Info, error) {
+	h.mu.Lock()
+	h.n++
+	n := h.n
+	h.mu.Unlock()
+	if err := h.hook(ctx, n, key); err != nil {
+		return storage.Info{}, err
+	}
+	return h.Store.PutIf(ctx, key, data, ifMatch)
+}
+
+func (h *hookStore) calls() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+// waitCalls waits (bounded) until the store saw at least n PutIf calls
+// from l, or l is lost.
+func waitCalls(t *testing.T, h *hookStore, n int, l *Lease) {
+	t.Helper()
+	for i := 0; h.calls() < n; i++ {
+		if i == 1000 || l.Context().Err() != nil {
+			t.Fatalf("%d PutIf calls, waited for %d; lease: %v", h.calls(), n, context.Cause(l.Context()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A zero or negative TTL means DefaultLeaseTTL: a live lease, not one that
+// expires at once (or a renewal ticker that panics).
+func TestLeaseDefaultTTL(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	for i, ttl := range []time.Duration{0, -time.Second} {
+		name := []string{"zero", "negative"}[i]
+		before := time.Now()
+		l, rec, err := AcquireLease(ctx, s, name, "sha256:aa", LeaseHolder{Replica: "a", Instance: "a1"}, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Expires.Sub(before) < DefaultLeaseTTL || DefaultLeaseTTL < time.Second {
+			t.Errorf("ttl %v: expires %v after acquiring, default %v", ttl, rec.Expires.Sub(before), DefaultLeaseTTL)
+		}
+		if _, _, err := AcquireLease(ctx, s, name, "sha256:bb", LeaseHolder{Replica: "b", Instance: "b1"}, ttl); !errors.Is(err, ErrLeaseHeld) {
+			t.Errorf("ttl %v: another holder got the lease: %v", ttl, err)
+		}
+		l.Release(ctx)
+	}
+}
+
+// A renewal that hangs on the store gives up well within the TTL, so the
+// holder learns it may have lost the lease before another replica can
+// take it over.
+func TestLeaseRenewalBoundedByTTL(t *testing.T) {
+	ctx := context.Background()
+	const ttl = 600 * time.Millisecond
+	var mu sync.Mutex
+	var left time.Duration // the first renewal's time left
+	h := &hookStore{Store: newStore(t), hook: func(ctx context.Context, n int, _ string) error {
+		if n != 2 { // the first renewal (1 acquires, 3 releases)
+			return nil
+		}
+		d, ok := ctx.Deadline()
+		if !ok {
+			t.Error("renewal without a deadline")
+		}
+		mu.Lock()
+		left = time.Until(d)
+		mu.Unlock()
+		return nil
+	}}
+	l, _, err := AcquireLease(ctx, h, "x", "sha256:aa", LeaseHolder{Replica: "a", Instance: "a1"}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCalls(t, h, 2, l)
+	l.Release(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if left >= ttl {
+		t.Fatalf("a renewal may take %v, the lease lasts %v", left, ttl)
+	}
+}
+
+// One failed renewal (the store briefly unreachable) does not lose the
+// lease: the next one renews it.
+func TestLeaseSurvivesOneFailedRenewal(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Second
+	h := &hookStore{Store: newStore(t), hook: func(_ context.Context, n int, _ string) error {
+		if n == 2 { // the first renewal
+			return errInjected
+		}
+		return nil
+	}}
+	l, _, err := AcquireLease(ctx, h, "x", "sha256:aa", LeaseHolder{Replica: "a", Instance: "a1"}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	waitCalls(t, h, 4, l) // the failed renewal and two good ones
+	if err := l.Context().Err(); err != nil {
+		t.Fatalf("lease lost after one failed renewal: %v", context.Cause(l.Context()))
+	}
+	rec, err := ReadLease(ctx, h, "x")
+	if err != nil || rec.Instance != "a1" || !rec.Expires.After(time.Now()) {
+		t.Fatalf("lease after renewals: %+v %v", rec, err)
+	}
+}
+
+// Losing the compare-and-swap to another writer (here: a replica whose
+// lease has already expired writes between our read and our swap) makes
+// AcquireLease read again and retry, not give up.
+func TestLeaseRetriesAfterLostSwap(t *testing.T) {
+	ctx := context.Background()
+	base := newStore(t)
+	expired := LeaseRecord{LeaseHolder: LeaseHolder{Replica: "b", Instance: "b1"}, Digest: "sha256:bb", Expires: time.Now().Add(-time.Minute)}
+	h := &hookStore{Store: base, hook: func(ctx context.Context, n int, key string) error {
+		if n == 1 {
+			if _, err := base.PutIf(ctx, key, leaseData(expired), ""); err != nil {
+				t.Errorf("the other writer: %v", err)
+			}
+		}
+		return nil
+	}}
+	l, rec, err := AcquireLease(ctx, h, "x", "sha256:aa", LeaseHolder{Replica: "a", Instance: "a1"}, time.Minute)
+	if err != nil {
+		t.Fatalf("after one lost swap: %v", err)
+	}
+	defer l.Release(ctx)
+	if rec.Instance != "a1" || h.calls() != 2 {
+		t.Fatalf("record %+v after %d swaps, want ours after 2", rec, h.calls())
 	}
 }

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +78,45 @@ func TestReleaseTurn(t *testing.T) {
 	}
 	if _, err := ReadTurn(ctx, s, "gc"); !errors.Is(err, storage.ErrNotExist) {
 		t.Fatalf("missing turn: %v", err)
+	}
+}
+
+// TakeTurn gives the named job to the first replica asking, for slightly
+// less than the interval, and to no one else within it; a bad name or
+// interval is refused, a corrupt record replaced. Catches TakeTurn's
+// checks inverted, its key, and the interval's shortening computed wrongly.
+func TestTakeTurnInterval(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	a := LeaseHolder{Replica: "a", Instance: "a1"}
+	b := LeaseHolder{Replica: "b", Instance: "b1"}
+	for _, every := range []time.Duration{0, -time.Second} {
+		if _, _, err := TakeTurn(ctx, s, "gc", a, every); !errors.Is(err, ErrInvalidTurn) {
+			t.Errorf("interval %v: %v", every, err)
+		}
+	}
+	if _, _, err := TakeTurn(ctx, s, "Bad/Name", a, time.Hour); !errors.Is(err, ErrInvalidTurn) {
+		t.Errorf("bad name: %v", err)
+	}
+	before := time.Now()
+	ok, rec, err := TakeTurn(ctx, s, "gc", a, 100*time.Second)
+	if err != nil || !ok || rec.Replica != "a" {
+		t.Fatalf("first: %v %+v %v", ok, rec, err)
+	}
+	if lo, hi := before.Add(95*time.Second), time.Now().Add(95*time.Second); rec.Expires.Before(lo) || rec.Expires.After(hi) {
+		t.Errorf("expires %v, want 95s after the take", rec.Expires)
+	}
+	if _, err := s.Stat(ctx, TurnKey("gc")); err != nil || TurnKey("gc") != "leases/gc" {
+		t.Errorf("TurnKey %q: %v", TurnKey("gc"), err)
+	}
+	ok, rec, err = TakeTurn(ctx, s, "gc", b, 100*time.Second)
+	if err != nil || ok || rec.Replica != "a" {
+		t.Fatalf("second within the interval: %v %+v %v", ok, rec, err)
+	}
+	if _, err := s.Put(ctx, TurnKey("poll"), strings.NewReader("{garbage")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, rec, err := TakeTurn(ctx, s, "poll", b, time.Minute); err != nil || !ok || rec.Replica != "b" {
+		t.Fatalf("over a corrupt record: %v %+v %v", ok, rec, err)
 	}
 }
