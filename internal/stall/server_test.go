@@ -14,7 +14,14 @@ import (
 // A client that stops reading is cut off: the handler's writes fail and
 // it returns. One that reads slowly gets everything, and a kept-alive
 // connection idle for longer than d still serves its next request.
+//
+// Over real connections: what TestResponsesJudgeProgress checks on a
+// fake clock, with the kernel's buffers and net/http's deadlines.
 func TestResponses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: real waits; TestResponsesJudgeProgress covers it on a fake clock")
+	}
+	t.Parallel()
 	// d is long against the readers' pace (a MiB every d/10), so a busy
 	// machine that stalls the test's reader for a while is no stalled
 	// client.
@@ -90,6 +97,9 @@ func TestResponses(t *testing.T) {
 	// Keep-alive: the second request comes after more than d of idleness.
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	for i := range 2 {
+		if i > 0 {
+			time.Sleep(d + d/2)
+		}
 		resp, err := client.Get(srv.URL + "/small")
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
@@ -99,6 +109,5 @@ func TestResponses(t *testing.T) {
 		if err != nil || len(b) != 4*64<<10 {
 			t.Fatalf("request %d: %d bytes, %v", i, len(b), err)
 		}
-		time.Sleep(d + d/2)
 	}
 }

@@ -49,7 +49,13 @@ func (b *slowBody) Read(p []byte) (int, error) {
 	return 1, nil
 }
 
+// Over a real connection: what TestTransportFailsOnlySilence checks on a
+// fake clock, with net/http's own cancellation.
 func TestTransport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: real waits; TestTransportFailsOnlySilence covers it on a fake clock")
+	}
+	t.Parallel()
 	s := server(t)
 	for name, c := range map[string]Doer{
 		"Transport": &http.Client{Transport: Transport(http.DefaultTransport, d)},
