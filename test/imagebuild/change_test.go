@@ -191,6 +191,9 @@ func writeTemp(t *testing.T, content string) string {
 // Every package of the community catalog can be changed both ways, and
 // the result is a valid catalog for opm.
 func TestChangePackageCommunityValid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: copies and renders the 13.9 MB shared catalog with opm")
+	}
 	opm := servers.Peer(t, "opm") // skips without the shared folder
 	src := filepath.Join(servers.SharedDir(), "testdata", "fbc", "community-v4.21", "configs")
 	for i, change := range []imagebuild.Change{imagebuild.AddBundle, imagebuild.TouchBundle} {

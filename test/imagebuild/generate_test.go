@@ -176,6 +176,9 @@ func dirSize(t *testing.T, dir string) int64 {
 }
 
 func TestGenerateCopiesOfCommunityCatalog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: copies the 13.9 MB shared catalog; TestGenerateCopiesRenamesEveryReference covers renaming")
+	}
 	src := testdata(t, "fbc/community-v4.21/configs")
 	srcCat := loadCatalog(t, src)
 	if len(srcCat.packages) != 33 || srcCat.nChannels != 78 || srcCat.nBundles != 745 {

@@ -1,0 +1,19 @@
+package oracle
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestMain skips the whole package under -short before any setup: every
+// test here needs the reference peers (opm, catalogd-ref).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("-short: skipped, every test needs the reference peers (opm, catalogd-ref)")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
