@@ -64,6 +64,7 @@ func (p *countingPoller) PollDue(context.Context) ([]string, error) {
 // per interval between them (turns in the store), not three times; only
 // at its start does each replica check without the turn.
 func TestClusterJobsOncePerInterval(t *testing.T) {
+	t.Parallel()
 	st, err := fs.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

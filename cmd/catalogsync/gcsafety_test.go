@@ -51,6 +51,7 @@ func waitGCPasses(t *testing.T, n int, logs ...*logbuf.Buffer) {
 // rolling update), all with GC every second and no grace: every
 // published catalog survives.
 func TestServeGCKeepsWhatItDoesNotKnow(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	names := []string{"alpha", "beta", "gamma"}
 	for _, n := range names {
@@ -75,16 +76,23 @@ func TestServeGCKeepsWhatItDoesNotKnow(t *testing.T) {
 		}
 		return p
 	}
-	t.Run("no config", func(t *testing.T) {
-		waitGCPasses(t, 3, serveReplica(t, gcArgs...))
-	})
-	t.Run("empty list", func(t *testing.T) {
-		waitGCPasses(t, 3, serveReplica(t, append(gcArgs, "--config", listing())...))
-	})
-	t.Run("rolling update", func(t *testing.T) {
-		old := serveReplica(t, append(gcArgs, "--config", listing("alpha", "beta"))...)
-		upd := serveReplica(t, append(gcArgs, "--config", listing("beta", "gamma"))...)
-		waitGCPasses(t, 3, old, upd)
+	// The replicas run at once, on the one store, as they would during a
+	// rollout; the group ends when all three cases have.
+	t.Run("replicas", func(t *testing.T) {
+		t.Run("no config", func(t *testing.T) {
+			t.Parallel()
+			waitGCPasses(t, 3, serveReplica(t, gcArgs...))
+		})
+		t.Run("empty list", func(t *testing.T) {
+			t.Parallel()
+			waitGCPasses(t, 3, serveReplica(t, append(gcArgs, "--config", listing())...))
+		})
+		t.Run("rolling update", func(t *testing.T) {
+			t.Parallel()
+			old := serveReplica(t, append(gcArgs, "--config", listing("alpha", "beta"))...)
+			upd := serveReplica(t, append(gcArgs, "--config", listing("beta", "gamma"))...)
+			waitGCPasses(t, 3, old, upd)
+		})
 	})
 	st, err := fs.New(store)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestIndexCommand(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "configs")
 	if err := os.CopyFS(dir, os.DirFS("../../testdata/fbc/tiny/configs")); err != nil {

@@ -22,6 +22,7 @@ import (
 // unsigned one pushed to the same tag fails terminally and the signed
 // catalog stays served.
 func TestServeVerifiesLayoutSignature(t *testing.T) {
+	t.Parallel()
 	key, pub := cosignKey(t)
 	layout := "ocidir://" + filepath.Join(t.TempDir(), "catalog")
 	rc := regclient.New()
@@ -55,6 +56,7 @@ func TestServeVerifiesLayoutSignature(t *testing.T) {
 // applies: unsigned, the sync fails (the content stays served); once
 // signed, the sync succeeds with what verified it.
 func TestServeVerifiesLayoutPublishedBeforeItsPolicy(t *testing.T) {
+	t.Parallel()
 	key, pub := cosignKey(t)
 	layout := "ocidir://" + filepath.Join(t.TempDir(), "catalog")
 	rc := regclient.New()

@@ -81,6 +81,7 @@ func TestSyncCommandErrors(t *testing.T) {
 }
 
 func TestServeSyncsConfiguredCatalogs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	cfg := filepath.Join(dir, "catalogsync.yaml")
@@ -196,6 +197,7 @@ func writeConfig(t *testing.T, names ...string) string {
 }
 
 func TestPollCommand(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "a", "b")
 	store := t.TempDir()
 	code, out, stderr := runCLI(t, "poll", "--config", cfg, "--store", store)
@@ -217,6 +219,7 @@ func TestPollCommand(t *testing.T) {
 // summary says which files were reused and that the content shares the
 // rest of its lines with the first.
 func TestSyncCommandIncremental(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v1 := filepath.Join("..", "..", "testdata", "fbc", "community-v4.21-3pkgs", "configs")
 	v2 := t.TempDir()

@@ -79,6 +79,7 @@ func TestServeSafeDefaults(t *testing.T) {
 
 // Random catalog names are answered 404 without a store operation.
 func TestServeUnknownNamesCostNoStoreOps(t *testing.T) {
+	t.Parallel()
 	// A missing OCI layout is a terminal failure: the one sync attempt at
 	// start is not retried, so no background work touches the store while
 	// the unknown names are asked for (a registry that is down would be

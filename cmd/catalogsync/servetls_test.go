@@ -28,6 +28,7 @@ import (
 // client trusting only the test CA, GraphQL too, and with a client CA
 // keeps the REST API for clients with a certificate.
 func TestServeHTTPS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	authority, clients := tlstest.NewCA(t, "serving-ca"), tlstest.NewCA(t, "client-ca")
 	crt, key, clientCA := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt")
