@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark against the real servers and regenerates
-# docs/benchmarks.md from their output (bench/report renders it: the prose
-# is bench/report/benchmarks.md.tmpl, the tables come from this run). Each
+# docs/benchmarks.md and docs/benchmarks-detail.md from their output
+# (bench/report renders them: the prose is in bench/report's templates,
+# the tables come from this run). Each
 # figure is measured in the same run as its baseline.
 #
 #   bench/run.sh                  # everything (8-9 minutes on 2 busy cores, ~6 more
@@ -11,8 +12,9 @@
 #                                 # the harness in a few minutes
 #   bench/run.sh sync load        # only some steps: sync, serve, load, peers, micro
 #
-# A quick or partial run writes its document to $TMPDIR, not to docs/
-# (BENCH_OUT=FILE chooses). The raw benchmark output is kept beside it
+# A quick or partial run writes its documents to $TMPDIR, not to docs/
+# (BENCH_OUT=FILE chooses; the detail document goes beside it as
+# FILE's name with -detail before .md). The raw benchmark output is kept beside it
 # (BENCH_RAW=FILE chooses). Installs wrk from Debian when it is missing and
 # builds the servers with test/tools.sh (once; kube-apiserver takes long the
 # first time). Benchmarks that need the shared community-v4.21 catalog
@@ -130,9 +132,11 @@ done
 
 echo "load-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$info"
 echo "elapsed: $(($(date +%s) - start))" >>"$info"
-go run ./bench/report -info "$info" <"$raw" >"$work/benchmarks.md"
+detail=${out%.md}-detail.md
+go run ./bench/report -info "$info" -detail "$work/benchmarks-detail.md" <"$raw" >"$work/benchmarks.md"
 mv "$work/benchmarks.md" "$out"
-echo "bench/run.sh: wrote $out in $(($(date +%s) - start)) s (raw output: $raw)" >&2
+mv "$work/benchmarks-detail.md" "$detail"
+echo "bench/run.sh: wrote $out and $detail in $(($(date +%s) - start)) s (raw output: $raw)" >&2
 if [ ${#failed[@]} -gt 0 ]; then
   echo "bench/run.sh: failed: ${failed[*]} (see $raw)" >&2
   exit 1

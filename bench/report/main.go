@@ -1,9 +1,10 @@
-// Command report renders docs/benchmarks.md from the output of the
-// benchmarks bench/run.sh runs: the static prose is the template
-// benchmarks.md.tmpl beside this file, the tables are filled in from the
-// benchmark lines.
+// Command report renders docs/benchmarks.md and docs/benchmarks-detail.md
+// from the output of the benchmarks bench/run.sh runs: the static prose is
+// in the templates beside this file (benchmarks.md.tmpl for the end-to-end
+// figures, benchmarks-detail.md.tmpl for the peers and micro-benchmarks),
+// the tables are filled in from the benchmark lines.
 //
-//	go run ./bench/report -info INFO < bench-output.txt > docs/benchmarks.md
+//	go run ./bench/report -info INFO -detail docs/benchmarks-detail.md < bench-output.txt > docs/benchmarks.md
 //
 // INFO is the "key: value" file run.sh writes (command, date, Go version,
 // load average at start and end, elapsed seconds, each command run). A
@@ -22,20 +23,34 @@ import (
 	"text/template"
 )
 
-//go:embed benchmarks.md.tmpl
-var docTemplate string
+var (
+	//go:embed benchmarks.md.tmpl
+	docTemplate string
+	//go:embed benchmarks-detail.md.tmpl
+	detailTemplate string
+)
 
 func main() {
 	info := flag.String("info", "", "run information file written by bench/run.sh")
+	detail := flag.String("detail", "", "write the peers and micro-benchmarks document to this file")
 	procs := flag.Int("procs", runtime.GOMAXPROCS(0), "GOMAXPROCS of the benchmark run (the -N suffix of benchmark names)")
 	flag.Parse()
-	if err := render(os.Stdin, os.Stdout, *info, *procs, ReadMachine()); err != nil {
+	var detailOut bytes.Buffer
+	if err := render(os.Stdin, os.Stdout, &detailOut, *info, *procs, ReadMachine()); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
+	if *detail != "" {
+		if err := os.WriteFile(*detail, detailOut.Bytes(), 0o644); err != nil { //nolint:gosec // G306: a public project document
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+	}
 }
 
-func render(in io.Reader, out io.Writer, infoPath string, procs int, m Machine) error {
+// render writes the end-to-end document to out and the peers and
+// micro-benchmarks document to detail.
+func render(in io.Reader, out, detail io.Writer, infoPath string, procs int, m Machine) error {
 	run, err := Parse(in, procs)
 	if err != nil {
 		return err
@@ -55,14 +70,22 @@ func render(in io.Reader, out io.Writer, infoPath string, procs int, m Machine) 
 	if inf.Go == "" {
 		inf.Go = runtime.Version()
 	}
-	t, err := template.New("benchmarks.md").Option("missingkey=error").Parse(docTemplate)
-	if err != nil {
-		return err
+	r := &Report{Run: run, Machine: m, Info: inf}
+	for _, d := range []struct {
+		name, text string
+		w          io.Writer
+	}{{"benchmarks.md", docTemplate, out}, {"benchmarks-detail.md", detailTemplate, detail}} {
+		t, err := template.New(d.name).Option("missingkey=error").Parse(d.text)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if err := t.Execute(&buf, r); err != nil {
+			return err
+		}
+		if _, err := d.w.Write(buf.Bytes()); err != nil {
+			return err
+		}
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, &Report{Run: run, Machine: m, Info: inf}); err != nil {
-		return err
-	}
-	_, err = out.Write(buf.Bytes())
-	return err
+	return nil
 }
