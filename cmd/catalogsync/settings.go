@@ -42,7 +42,7 @@ type cli struct {
 	Poll  pollCmd  `cmd:"" name:"poll" help:"Sync the catalogs that are due, then exit (CronJob)."`
 	GC    gcCmd    `cmd:"" name:"gc" help:"Delete content no longer needed."`
 	Index indexCmd `cmd:"" name:"index" help:"Validate an FBC directory and pre-build its catalog and index."`
-	Docs  docsCmd  `cmd:"" name:"docs" hidden:"" help:"Print, or write into README.md, the configuration table."`
+	Docs  docsCmd  `cmd:"" name:"docs" hidden:"" help:"Print, or write into docs/settings.md, the configuration table."`
 	// Version prints the build's version, revision and Go version.
 	Version versionCmd `cmd:"" name:"version" help:"Print the version, VCS revision and time, and Go version."`
 }

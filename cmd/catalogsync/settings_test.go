@@ -332,10 +332,11 @@ func TestEnvNamesKept(t *testing.T) {
 	}
 }
 
-// The README's table is what the declarations generate; run
-// `go run ./cmd/catalogsync docs --readme README.md` after changing one.
-func TestReadmeTableIsGenerated(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// The settings doc's table is what the declarations generate; run
+// `go run ./cmd/catalogsync docs --readme docs/settings.md` after changing
+// one.
+func TestSettingsTableIsGenerated(t *testing.T) {
+	b, err := os.ReadFile("../../" + settingsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestReadmeTableIsGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(want) != string(b) {
-		t.Fatal("README.md's configuration table differs from the declarations: go run ./cmd/catalogsync docs --readme README.md")
+		t.Fatalf("%s's configuration table differs from the declarations: go run ./cmd/catalogsync docs --readme %[1]s", settingsDoc)
 	}
 }
 
