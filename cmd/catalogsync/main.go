@@ -221,17 +221,17 @@ func closeStore(s storage.Store) {
 
 // syncCmd syncs one catalog and exits.
 type syncCmd struct {
-	commonFlags `embed:""`
-	Name        string `name:"name" help:"catalog name (DNS-1123)"`
-	Image       string `name:"image" help:"image reference: host/repo:tag, host/repo@sha256:…, or ocidir://path:tag"`
+	commonFlags     `embed:""`
+	configFlag      `embed:""`
+	pullSecretFlags `embed:""`
+	Name            string `name:"name" help:"catalog name (DNS-1123); with --config, a catalog of the file, whose image --image may replace"`
+	Image           string `name:"image" help:"image reference: host/repo:tag, host/repo@sha256:…, or ocidir://path:tag"`
 }
 
 func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer) error {
-	if c.Name == "" || c.Image == "" {
-		return usageError{"sync needs --name and --image"}
-	}
-	if !catalog.ValidName(c.Name) {
-		return usageError{fmt.Sprintf("--name %q: %s", truncate.Text(c.Name, 300), nameProblem(c.Name))}
+	cfg, cat, err := c.catalog()
+	if err != nil {
+		return err
 	}
 	log := c.logger(stderr)
 	// A one-shot sync holds a few files and the catalog's small index at a
@@ -252,14 +252,20 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	if log.Enabled(ctx, slog.LevelInfo) && !log.Enabled(ctx, slog.LevelDebug) {
 		plLog = slog.New(withoutSyncFailed{truncate.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}
-	pl, src, err := c.pipeline(plLog, store, nil)
+	// The file's registries, signature policy and the pull secret, as
+	// serve applies them: a scheduled sync publishes what serve would.
+	c.sigs = cfg.signatures()
+	if c.creds, err = startPullSecret(ctx, c.PullSecret, c.Kubeconfig, log); err != nil {
+		return err
+	}
+	pl, src, err := c.pipeline(plLog, store, cfg.Registries)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
 
 	obs, done := progressObserver(stderr, log)
-	res, err := pl.Run(ctx, pipeline.Catalog{Name: c.Name, Image: c.Image}, obs)
+	res, err := pl.Run(ctx, cat, obs)
 	// Let the last progress line print before the summary.
 	select {
 	case <-done:
@@ -303,6 +309,9 @@ func printSummary(ctx context.Context, w io.Writer, store storage.Store, dir str
 	fmt.Fprintf(w, "  image       %s\n  resolved    %s\n", res.Image, res.ResolvedRef)
 	if res.Mirror != "" {
 		fmt.Fprintf(w, "  mirror      %s\n", res.Mirror)
+	}
+	if res.VerifiedBy != "" {
+		fmt.Fprintf(w, "  verified    %s\n", res.VerifiedBy)
 	}
 	m := res.Meta
 	fmt.Fprintf(w, "  objects     %d (%s)\n", m.Objects, formatCounts(m.Schemas))

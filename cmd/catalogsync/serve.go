@@ -50,8 +50,7 @@ type serveCmd struct {
 	ShutdownGrace   time.Duration `name:"shutdown-grace" env:"CATALOGSYNC_SHUTDOWN_GRACE" default:"10s" check:"nonneg" help:"how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once"`
 	ClusterCatalogs bool          `name:"clustercatalogs" env:"CATALOGSYNC_CLUSTERCATALOGS" help:"sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url"`
 	AllowLocal      bool          `name:"allow-local-sources" env:"CATALOGSYNC_ALLOW_LOCAL_SOURCES" help:"with --clustercatalogs, accept ocidir:// images, which read this service's own disk"`
-	Kubeconfig      string        `name:"kubeconfig" env:"KUBECONFIG" docdefault:"in-cluster" help:"kubeconfig for --clustercatalogs, --pull-secret and events.audience"`
-	PullSecret      string        `name:"pull-secret" env:"CATALOGSYNC_PULL_SECRET" check:"nsname" help:"namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes"`
+	pullSecretFlags `embed:""`
 	GCEvery         time.Duration `name:"gc-interval" env:"CATALOGSYNC_GC_INTERVAL" default:"1h" check:"nonneg" help:"how often stored content no longer needed is deleted (0: never)"`
 	GCKeep          int           `name:"gc-keep" env:"CATALOGSYNC_GC_KEEP" default:"${keep}" check:"nonneg" help:"the periodic GC's --keep"`
 	GCGrace         time.Duration `name:"gc-grace" env:"CATALOGSYNC_GC_GRACE" default:"${grace}" check:"nonneg" help:"the periodic GC's --grace"`

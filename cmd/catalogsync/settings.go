@@ -442,6 +442,13 @@ func checkCommand(k *kong.Kong, args []string) error {
 	return usageError{fmt.Sprintf("unknown command %q; "+hint, args[0], strings.Join(names, ", "))}
 }
 
+// pullSecretFlags name the cluster and the pull secret whose credentials
+// every command that syncs uses, as serve does.
+type pullSecretFlags struct {
+	Kubeconfig string `name:"kubeconfig" env:"KUBECONFIG" docdefault:"in-cluster" help:"kubeconfig for --clustercatalogs, --pull-secret and events.audience"`
+	PullSecret string `name:"pull-secret" env:"CATALOGSYNC_PULL_SECRET" check:"nsname" help:"namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes"`
+}
+
 // mirrorSetFlags: serve's OpenShift image mirror sets (docs/registries.md).
 type mirrorSetFlags struct {
 	NoMirrorSets bool `name:"no-image-mirror-sets" env:"CATALOGSYNC_NO_IMAGE_MIRROR_SETS" help:"with --clustercatalogs, do not follow the cluster's ImageDigestMirrorSets and ImageTagMirrorSets (followed by default when the cluster serves them, merged after --registries-conf)"`
