@@ -100,7 +100,7 @@ func parseBytes(s string) (int64, error) {
 // gcCmd runs catalog.GC once over the selected store.
 type gcCmd struct {
 	logFlags    `embed:""`
-	storeFlags  `embed:""`
+	storeFlags  `embed:"" group:"store"`
 	configFlag  `embed:""`
 	Keep        int           `name:"keep" default:"${keep}" check:"nonneg" help:"non-current digests kept per catalog besides the current one (and any whose lines kept content shares)"`
 	MaxInactive string        `name:"max-inactive-bytes" default:"0" check:"bytes" help:"cap on non-current content over all catalogs, least recent deleted first: bytes, or with K/M/G/Ki/Mi/Gi (0: no cap)"`

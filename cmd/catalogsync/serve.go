@@ -36,30 +36,30 @@ type serveCmd struct {
 	configFlag      `embed:""`
 	mirrorSetFlags  `embed:""`
 	listenFlags     `embed:""`
-	Addr            string        `name:"addr" env:"CATALOGSYNC_ADDR,PORT" default:":8080" help:"listen address (PORT=n gives :n)"`
-	BaseURL         string        `name:"base-url" env:"CATALOGSYNC_BASE_URL" docdefault:"from the request" help:"external base URL of this service, for the serving URLs it reports"`
-	MaxSyncs        int           `name:"max-concurrent-syncs" env:"CATALOGSYNC_MAX_CONCURRENT_SYNCS" default:"4" check:"positive" help:"syncs running at once over all catalogs"`
-	RegRate         float64       `name:"registry-rate" env:"CATALOGSYNC_REGISTRY_RATE" default:"10" check:"positive" help:"syncs started per second against one registry host; more wait queued, never dropped"`
-	RegBurst        int           `name:"registry-burst" env:"CATALOGSYNC_REGISTRY_BURST" default:"10" check:"positive" help:"burst for --registry-rate"`
-	PollEvery       time.Duration `name:"poll-check-interval" env:"CATALOGSYNC_POLL_CHECK_INTERVAL" default:"1m" check:"positive" help:"how often catalogs are checked for a due poll"`
-	EventSink       string        `name:"event-sink" env:"CATALOGSYNC_EVENT_SINK,K_SINK" check:"httpurl" help:"URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (K_SINK as a Knative SinkBinding sets it)"`
-	APIOpen         bool          `name:"api-open" env:"CATALOGSYNC_API_OPEN" help:"accept POST /api/v1/... without a token when CATALOGSYNC_API_TOKEN is unset: anyone who reaches the API can trigger syncs (logs a warning at start)"`
-	EventsAddr      string        `name:"events-addr" env:"CATALOGSYNC_EVENTS_ADDR" help:"serve /events on this address only, not on --addr, so event traffic can stay cluster-internal"`
-	WriteStall      time.Duration `name:"write-stall-timeout" env:"CATALOGSYNC_WRITE_STALL_TIMEOUT" default:"1m" check:"nonneg" help:"a response that makes no progress this long (a client that stopped reading) is abandoned; slow readers that keep reading are fine (0: never)"`
-	ReadLimit       time.Duration `name:"read-timeout" env:"CATALOGSYNC_READ_TIMEOUT" default:"30s" check:"nonneg" help:"longest time to read a request, body included (a client trickling a webhook body is cut off)"`
-	ShutdownGrace   time.Duration `name:"shutdown-grace" env:"CATALOGSYNC_SHUTDOWN_GRACE" default:"10s" check:"nonneg" help:"how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once"`
-	ClusterCatalogs bool          `name:"clustercatalogs" env:"CATALOGSYNC_CLUSTERCATALOGS" help:"sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url"`
-	AllowLocal      bool          `name:"allow-local-sources" env:"CATALOGSYNC_ALLOW_LOCAL_SOURCES" help:"with --clustercatalogs, accept ocidir:// images, which read this service's own disk"`
+	Addr            string        `name:"addr" group:"http" env:"CATALOGSYNC_ADDR,PORT" default:":8080" help:"listen address (PORT=n gives :n)"`
+	BaseURL         string        `name:"base-url" group:"catalogs" env:"CATALOGSYNC_BASE_URL" docdefault:"from the request" help:"external base URL of this service, for the serving URLs it reports"`
+	MaxSyncs        int           `name:"max-concurrent-syncs" group:"syncs" env:"CATALOGSYNC_MAX_CONCURRENT_SYNCS" default:"4" check:"positive" help:"syncs running at once over all catalogs"`
+	RegRate         float64       `name:"registry-rate" group:"syncs" env:"CATALOGSYNC_REGISTRY_RATE" default:"10" check:"positive" help:"syncs started per second against one registry host; more wait queued, never dropped"`
+	RegBurst        int           `name:"registry-burst" group:"syncs" env:"CATALOGSYNC_REGISTRY_BURST" default:"10" check:"positive" help:"burst for --registry-rate"`
+	PollEvery       time.Duration `name:"poll-check-interval" group:"syncs" env:"CATALOGSYNC_POLL_CHECK_INTERVAL" default:"1m" check:"positive" help:"how often catalogs are checked for a due poll"`
+	EventSink       string        `name:"event-sink" group:"syncs" env:"CATALOGSYNC_EVENT_SINK,K_SINK" check:"httpurl" help:"URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (K_SINK as a Knative SinkBinding sets it)"`
+	APIOpen         bool          `name:"api-open" group:"access" env:"CATALOGSYNC_API_OPEN" help:"accept POST /api/v1/... without a token when CATALOGSYNC_API_TOKEN is unset: anyone who reaches the API can trigger syncs (logs a warning at start)"`
+	EventsAddr      string        `name:"events-addr" group:"http" env:"CATALOGSYNC_EVENTS_ADDR" help:"serve /events on this address only, not on --addr, so event traffic can stay cluster-internal"`
+	WriteStall      time.Duration `name:"write-stall-timeout" group:"http" env:"CATALOGSYNC_WRITE_STALL_TIMEOUT" default:"1m" check:"nonneg" help:"a response that makes no progress this long (a client that stopped reading) is abandoned; slow readers that keep reading are fine (0: never)"`
+	ReadLimit       time.Duration `name:"read-timeout" group:"http" env:"CATALOGSYNC_READ_TIMEOUT" default:"30s" check:"nonneg" help:"longest time to read a request, body included (a client trickling a webhook body is cut off)"`
+	ShutdownGrace   time.Duration `name:"shutdown-grace" group:"http" env:"CATALOGSYNC_SHUTDOWN_GRACE" default:"10s" check:"nonneg" help:"how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once"`
+	ClusterCatalogs bool          `name:"clustercatalogs" group:"catalogs" env:"CATALOGSYNC_CLUSTERCATALOGS" help:"sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url"`
+	AllowLocal      bool          `name:"allow-local-sources" group:"catalogs" env:"CATALOGSYNC_ALLOW_LOCAL_SOURCES" help:"with --clustercatalogs, accept ocidir:// images, which read this service's own disk"`
 	pullSecretFlags `embed:""`
-	GCEvery         time.Duration `name:"gc-interval" env:"CATALOGSYNC_GC_INTERVAL" default:"1h" check:"nonneg" help:"how often stored content no longer needed is deleted (0: never)"`
-	GCKeep          int           `name:"gc-keep" env:"CATALOGSYNC_GC_KEEP" default:"${keep}" check:"nonneg" help:"the periodic GC's --keep"`
-	GCGrace         time.Duration `name:"gc-grace" env:"CATALOGSYNC_GC_GRACE" default:"${grace}" check:"nonneg" help:"the periodic GC's --grace"`
-	GCUnconf        time.Duration `name:"gc-unconfigured-age" env:"CATALOGSYNC_GC_UNCONFIGURED_AGE" default:"${unconfigured}" check:"nonneg" help:"a stored catalog this replica does not list is deleted only once no replica touched it this long"`
-	TLSCert         string        `name:"tls-cert-file" env:"CATALOGSYNC_TLS_CERT_FILE" help:"serve HTTPS with this PEM certificate, reloaded when the file changes (cert-manager, OpenShift service CA)"`
-	TLSKey          string        `name:"tls-key-file" env:"CATALOGSYNC_TLS_KEY_FILE" help:"PEM key of --tls-cert-file"`
-	TLSClientCA     string        `name:"tls-client-ca-file" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS: a client certificate signed by this CA is required for everything but catalog content (/catalogs/), /healthz, /readyz and the webhook and event receivers (see --ui-open)"`
-	GraphQLAnswer   string        `name:"graphql-max-answer" env:"CATALOGSYNC_GRAPHQL_MAX_ANSWER" default:"16Mi" check:"bytes" help:"a GraphQL query whose answer could be larger (worst case, from the index) is refused: bytes, or with K/M/Ki/Mi"`
-	GraphQLInflight string        `name:"graphql-answers-in-flight" env:"CATALOGSYNC_GRAPHQL_ANSWERS_IN_FLIGHT" default:"32Mi" check:"bytes" help:"worst-case answers of the GraphQL queries running at once; more wait, up to the query timeout, then get 503 (an answer takes about 4 times its size in memory)"`
+	GCEvery         time.Duration `name:"gc-interval" group:"gc" env:"CATALOGSYNC_GC_INTERVAL" default:"1h" check:"nonneg" help:"how often stored content no longer needed is deleted (0: never)"`
+	GCKeep          int           `name:"gc-keep" group:"gc" env:"CATALOGSYNC_GC_KEEP" default:"${keep}" check:"nonneg" help:"the periodic GC's --keep"`
+	GCGrace         time.Duration `name:"gc-grace" group:"gc" env:"CATALOGSYNC_GC_GRACE" default:"${grace}" check:"nonneg" help:"the periodic GC's --grace"`
+	GCUnconf        time.Duration `name:"gc-unconfigured-age" group:"gc" env:"CATALOGSYNC_GC_UNCONFIGURED_AGE" default:"${unconfigured}" check:"nonneg" help:"a stored catalog this replica does not list is deleted only once no replica touched it this long"`
+	TLSCert         string        `name:"tls-cert-file" group:"access" env:"CATALOGSYNC_TLS_CERT_FILE" help:"serve HTTPS with this PEM certificate, reloaded when the file changes (cert-manager, OpenShift service CA)"`
+	TLSKey          string        `name:"tls-key-file" group:"access" env:"CATALOGSYNC_TLS_KEY_FILE" help:"PEM key of --tls-cert-file"`
+	TLSClientCA     string        `name:"tls-client-ca-file" group:"access" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS: a client certificate signed by this CA is required for everything but catalog content (/catalogs/), /healthz, /readyz and the webhook and event receivers (see --ui-open)"`
+	GraphQLAnswer   string        `name:"graphql-max-answer" group:"http" env:"CATALOGSYNC_GRAPHQL_MAX_ANSWER" default:"16Mi" check:"bytes" help:"a GraphQL query whose answer could be larger (worst case, from the index) is refused: bytes, or with K/M/Ki/Mi"`
+	GraphQLInflight string        `name:"graphql-answers-in-flight" group:"http" env:"CATALOGSYNC_GRAPHQL_ANSWERS_IN_FLIGHT" default:"32Mi" check:"bytes" help:"worst-case answers of the GraphQL queries running at once; more wait, up to the query timeout, then get 503 (an answer takes about 4 times its size in memory)"`
 }
 
 // serveFlags is what serve's HTTP side reads of the settings.

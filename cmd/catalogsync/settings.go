@@ -49,7 +49,7 @@ type cli struct {
 
 // logFlags: every command that logs.
 type logFlags struct {
-	LogLevel string `name:"log-level" env:"CATALOGSYNC_LOG_LEVEL" default:"info" check:"loglevel" help:"debug, info, warn or error"`
+	LogLevel string `name:"log-level" group:"log" env:"CATALOGSYNC_LOG_LEVEL" default:"info" check:"loglevel" help:"debug, info, warn or error"`
 }
 
 // storeFlags select the store: a local directory or an S3 bucket.
@@ -79,32 +79,32 @@ func (f s3Flags) config() s3.Config {
 // --tls-client-ca-file is set. The cap bounds descriptors, goroutines and
 // buffers (about 40 KiB an idle TLS connection) well inside a 256Mi pod.
 type listenFlags struct {
-	MaxConns      int           `name:"max-connections" env:"CATALOGSYNC_MAX_CONNECTIONS" default:"512" check:"positive" help:"connections each listener holds open at once; a new one beyond it closes the connection idle longest (between requests, or silent 2s after connecting), or waits in the listen backlog while every one has a request running"`
-	IdleTimeout   time.Duration `name:"idle-timeout" env:"CATALOGSYNC_IDLE_TIMEOUT" default:"75s" check:"positive" help:"a keep-alive connection with no new request this long is closed (above the 60s idle timeout of common load balancers, which then never reuse a connection being closed)"`
-	HeaderTimeout time.Duration `name:"read-header-timeout" env:"CATALOGSYNC_READ_HEADER_TIMEOUT" default:"10s" check:"positive" help:"longest time to read a request's headers, the TLS handshake included"`
-	UIOpen        bool          `name:"ui-open" env:"CATALOGSYNC_UI_OPEN" help:"with --tls-client-ca-file, serve the UI (/, /ui/) and the catalog list its live refresh reads (GET /api/v1/catalogs) to clients without a certificate"`
+	MaxConns      int           `name:"max-connections" group:"http" env:"CATALOGSYNC_MAX_CONNECTIONS" default:"512" check:"positive" help:"connections each listener holds open at once; a new one beyond it closes the connection idle longest (between requests, or silent 2s after connecting), or waits in the listen backlog while every one has a request running"`
+	IdleTimeout   time.Duration `name:"idle-timeout" group:"http" env:"CATALOGSYNC_IDLE_TIMEOUT" default:"75s" check:"positive" help:"a keep-alive connection with no new request this long is closed (above the 60s idle timeout of common load balancers, which then never reuse a connection being closed)"`
+	HeaderTimeout time.Duration `name:"read-header-timeout" group:"http" env:"CATALOGSYNC_READ_HEADER_TIMEOUT" default:"10s" check:"positive" help:"longest time to read a request's headers, the TLS handshake included"`
+	UIOpen        bool          `name:"ui-open" group:"access" env:"CATALOGSYNC_UI_OPEN" help:"with --tls-client-ca-file, serve the UI (/, /ui/) and the catalog list its live refresh reads (GET /api/v1/catalogs) to clients without a certificate"`
 }
 
 // configFlag names serve's catalogs file.
 type configFlag struct {
-	Config string `name:"config" env:"CATALOGSYNC_CONFIG" help:"catalogs file (YAML)"`
+	Config string `name:"config" group:"catalogs" env:"CATALOGSYNC_CONFIG" help:"catalogs file (YAML)"`
 }
 
 // commonFlags configure how images are read, for the commands that sync.
 type commonFlags struct {
-	storeFlags  `embed:""`
-	Platform    string `name:"platform" env:"CATALOGSYNC_PLATFORM" file:"platform" default:"linux/amd64" check:"platform" help:"manifest picked from multi-platform images (os/arch[/variant])"`
-	PlainHTTP   string `name:"plain-http" env:"CATALOGSYNC_PLAIN_HTTP" help:"comma-separated registry hosts reached over plain HTTP"`
-	Insecure    string `name:"insecure-skip-tls-verify" env:"CATALOGSYNC_INSECURE_HOSTS" help:"comma-separated registry hosts whose TLS certificate is not verified"`
-	CAFile      string `name:"ca-file" env:"CATALOGSYNC_CA_FILE" help:"PEM CA bundle trusted for every registry besides the system's; re-read when it changes"`
-	CADir       string `name:"ca-dir" env:"CATALOGSYNC_CA_DIR" help:"directory of PEM CA files (ending .crt or .pem) trusted for every registry, as catalogd's --pull-cas-dir; re-read when it changes"`
-	RegConf     string `name:"registries-conf" env:"CATALOGSYNC_REGISTRIES_CONF" default:"${regconf}" docdefault:"${regconf} when present" help:"containers registries.conf v2 (+ .d drop-ins): mirrors tried in order, then the source; blocked registries refused; \"\" reads none"`
+	storeFlags  `embed:"" group:"store"`
+	Platform    string `name:"platform" group:"registries" env:"CATALOGSYNC_PLATFORM" file:"platform" default:"linux/amd64" check:"platform" help:"manifest picked from multi-platform images (os/arch[/variant])"`
+	PlainHTTP   string `name:"plain-http" group:"registries" env:"CATALOGSYNC_PLAIN_HTTP" help:"comma-separated registry hosts reached over plain HTTP"`
+	Insecure    string `name:"insecure-skip-tls-verify" group:"registries" env:"CATALOGSYNC_INSECURE_HOSTS" help:"comma-separated registry hosts whose TLS certificate is not verified"`
+	CAFile      string `name:"ca-file" group:"registries" env:"CATALOGSYNC_CA_FILE" help:"PEM CA bundle trusted for every registry besides the system's; re-read when it changes"`
+	CADir       string `name:"ca-dir" group:"registries" env:"CATALOGSYNC_CA_DIR" help:"directory of PEM CA files (ending .crt or .pem) trusted for every registry, as catalogd's --pull-cas-dir; re-read when it changes"`
+	RegConf     string `name:"registries-conf" group:"registries" env:"CATALOGSYNC_REGISTRIES_CONF" default:"${regconf}" docdefault:"${regconf} when present" help:"containers registries.conf v2 (+ .d drop-ins): mirrors tried in order, then the source; blocked registries refused; \"\" reads none"`
 	logFlags    `embed:""`
-	TmpDir      string        `name:"tmp-dir" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs, and for the parts of S3 uploads (unlinked files)"`
-	NoDocker    bool          `name:"no-docker-config" help:"do not read registry credentials from the docker config"`
-	VerifyReuse bool          `name:"verify-incremental" env:"CATALOGSYNC_VERIFY_INCREMENTAL" help:"parse the files an incremental sync reuses from the published content too, and fail the sync if anything differs (the test suite runs with it; it costs the speed-up)"`
-	Stall       time.Duration `name:"stall-timeout" env:"CATALOGSYNC_STALL_TIMEOUT" default:"${stall}" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`
-	Replica     string        `name:"replica-id" env:"CATALOGSYNC_REPLICA_ID,POD_NAME" docdefault:"the host name" help:"this replica's name in the store's leases and logs (replicas sharing a store pull each digest once, and take turns at GC and polls) and in the field manager of the Progressing condition it writes (catalogsync/<id>); unique per replica; a lease belongs to one process whatever its name"`
+	TmpDir      string        `name:"tmp-dir" group:"syncs" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs, and for the parts of S3 uploads (unlinked files)"`
+	NoDocker    bool          `name:"no-docker-config" group:"registries" help:"do not read registry credentials from the docker config"`
+	VerifyReuse bool          `name:"verify-incremental" group:"syncs" env:"CATALOGSYNC_VERIFY_INCREMENTAL" help:"parse the files an incremental sync reuses from the published content too, and fail the sync if anything differs (the test suite runs with it; it costs the speed-up)"`
+	Stall       time.Duration `name:"stall-timeout" group:"registries" env:"CATALOGSYNC_STALL_TIMEOUT" default:"${stall}" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`
+	Replica     string        `name:"replica-id" group:"syncs" env:"CATALOGSYNC_REPLICA_ID,POD_NAME" docdefault:"the host name" help:"this replica's name in the store's leases and logs (replicas sharing a store pull each digest once, and take turns at GC and polls) and in the field manager of the Progressing condition it writes (catalogsync/<id>); unique per replica; a lease belongs to one process whatever its name"`
 
 	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).
 	noLocal bool
@@ -353,6 +353,8 @@ func newParser(target any, stdout, stderr io.Writer) (*kong.Kong, *resolver, err
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(errExit(code)) }),
 		kong.Resolvers(r),
+		kong.ExplicitGroups(flagGroups),
+		kong.Help(printHelp),
 		vars(),
 	)
 	return k, r, err
@@ -445,11 +447,11 @@ func checkCommand(k *kong.Kong, args []string) error {
 // pullSecretFlags name the cluster and the pull secret whose credentials
 // every command that syncs uses, as serve does.
 type pullSecretFlags struct {
-	Kubeconfig string `name:"kubeconfig" env:"KUBECONFIG" docdefault:"in-cluster" help:"kubeconfig for --clustercatalogs, --pull-secret and events.audience"`
-	PullSecret string `name:"pull-secret" env:"CATALOGSYNC_PULL_SECRET" check:"nsname" help:"namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes"`
+	Kubeconfig string `name:"kubeconfig" group:"catalogs" env:"KUBECONFIG" docdefault:"in-cluster" help:"kubeconfig for --clustercatalogs, --pull-secret and events.audience"`
+	PullSecret string `name:"pull-secret" group:"registries" env:"CATALOGSYNC_PULL_SECRET" check:"nsname" help:"namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes"`
 }
 
 // mirrorSetFlags: serve's OpenShift image mirror sets (docs/registries.md).
 type mirrorSetFlags struct {
-	NoMirrorSets bool `name:"no-image-mirror-sets" env:"CATALOGSYNC_NO_IMAGE_MIRROR_SETS" help:"with --clustercatalogs, do not follow the cluster's ImageDigestMirrorSets and ImageTagMirrorSets (followed by default when the cluster serves them, merged after --registries-conf)"`
+	NoMirrorSets bool `name:"no-image-mirror-sets" group:"registries" env:"CATALOGSYNC_NO_IMAGE_MIRROR_SETS" help:"with --clustercatalogs, do not follow the cluster's ImageDigestMirrorSets and ImageTagMirrorSets (followed by default when the cluster serves them, merged after --registries-conf)"`
 }
