@@ -20,7 +20,7 @@ import (
 // The peers are the reference binaries beside the repository (opm
 // v1.50.0 and catalogd-ref, catalogd's own storage and HTTP handler; see
 // ../shared/tools/peers/README.md), measured on the same catalogs, in the
-// same run and the same way as catalogsync, so docs/benchmarks.md can
+// same run and the same way as catalogsync, so docs/benchmarks-detail.md can
 // give each figure as a ratio to its peer. A user's clone has no peers:
 // the benchmarks skip.
 // peerCatalogs are the sizes the peers are compared on.

@@ -36,7 +36,7 @@ type coldRun struct {
 // and its 220 MB expansion (both from ../shared; skipped without).
 func TestScaleFromZero(t *testing.T) {
 	if os.Getenv("CATALOGSYNC_E2E_COLDSTART") == "" {
-		t.Skip("opt-in: CATALOGSYNC_E2E_COLDSTART=1 measures scale-from-zero (docs/benchmarks.md)")
+		t.Skip("opt-in: CATALOGSYNC_E2E_COLDSTART=1 measures scale-from-zero (docs/benchmarks-opt-in.md)")
 	}
 	src := sharedCommunity(t)
 	sizes := []struct{ name, dir string }{{"13.9 MB", src}, {"220 MB", generated(t, src, 16)}}
