@@ -21,12 +21,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"maps"
-	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -255,25 +252,36 @@ func (c *Checker) goList(paths []string) error {
 	return sc.Err()
 }
 
-// link is a doc link found in a comment.
-type link struct {
-	at   string // file:line
-	text string
-	dl   *comment.DocLink
+// load reads the packages of paths not read yet, in one go list.
+func (c *Checker) load(paths []string) error {
+	var missing []string
+	for _, p := range paths {
+		if c.pkgs[p] == nil && !slices.Contains(missing, p) {
+			missing = append(missing, p)
+		}
+	}
+	return c.goList(missing)
 }
 
-// mention is a qualified identifier in a comment's plain text.
+// unknown lists, formatted with format, the mentions that no package
+// they may name declares.
+func (c *Checker) unknown(ms []mention, format string) []string {
+	var problems []string
+	for _, m := range ms {
+		if !slices.ContainsFunc(m.paths, func(p string) bool { return c.pkgs[p] != nil && c.pkgs[p].syms[m.sym] }) {
+			problems = append(problems, fmt.Sprintf(format, m.at, m.text, strings.Join(m.paths, ", "), m.sym))
+		}
+	}
+	return problems
+}
+
+// mention is a qualified identifier in a comment's plain text or a
+// doc's code span.
 type mention struct {
 	at, text string
 	paths    []string // the packages its qualifier may name
 	sym      string   // Name or Type.Name
 }
-
-// qualified is pkg.Name or pkg.Type.Name in plain text, pkg a name or an
-// import path.
-// A name followed by "*" stands for several (webhook.Outcome*) and is
-// not checked.
-var qualified = regexp.MustCompile(`(?:^|[^\w./\[])\*?((?:[a-z][\w.-]*/)*[a-z]\w*)\.([A-Z]\w*(?:\.[A-Z]\w*)?)(?:$|[^\w*])`)
 
 // pathsNamed returns the packages a qualifier in f's comments may name:
 // an import path (or one relative to the module's), the import of that
@@ -299,253 +307,4 @@ func (c *Checker) pathsNamed(f *file, name string) []string {
 		paths = append(paths, p)
 	}
 	return paths
-}
-
-// unresolved is a doc link whose package no import names: gopls and
-// pkgsite show it as plain text.
-var unresolved = regexp.MustCompile(`\[\*?([a-z]\w*)\.([A-Z]\w*)(?:\.(\w+))?\]`)
-
-// found is what the doc comments of the module hold.
-type found struct {
-	links    []link
-	mentions []mention
-	problems []string
-}
-
-// GoProblems lists the doc links of the module's doc comments that name
-// nothing, doc links that are none because no import has their package's
-// name, and qualified identifiers in plain text that no package of that
-// name declares.
-func (c *Checker) GoProblems() ([]string, error) {
-	var fd found
-	for ip, pk := range c.pkgs {
-		for _, f := range pk.files {
-			c.scan(&fd, ip, pk, f)
-		}
-	}
-	var missing []string
-	need := func(p string) {
-		if c.pkgs[p] == nil && !slices.Contains(missing, p) {
-			missing = append(missing, p)
-		}
-	}
-	for _, l := range fd.links {
-		need(l.dl.ImportPath)
-	}
-	for _, m := range fd.mentions {
-		for _, p := range m.paths {
-			need(p)
-		}
-	}
-	if err := c.goList(missing); err != nil {
-		return nil, err
-	}
-	problems := fd.problems
-	for _, l := range fd.links {
-		if why := c.resolve(l.dl); why != "" {
-			problems = append(problems, fmt.Sprintf("%s: [%s]: %s", l.at, l.text, why))
-		}
-	}
-	for _, m := range fd.mentions {
-		if !slices.ContainsFunc(m.paths, func(p string) bool { return c.pkgs[p] != nil && c.pkgs[p].syms[m.sym] }) {
-			problems = append(problems, fmt.Sprintf("%s: %s: %s declares no %s", m.at, m.text, strings.Join(m.paths, ", "), m.sym))
-		}
-	}
-	slices.Sort(problems)
-	return slices.Compact(problems), nil
-}
-
-// scan collects the links and mentions of f's doc comments. A link's
-// package is looked up in f's imports, as gopls does (pkgsite takes any
-// file's), or is pk itself.
-func (c *Checker) scan(fd *found, ip string, pk *pkg, f *file) {
-	p := &comment.Parser{
-		LookupPackage: func(name string) (string, bool) {
-			if name == pk.name {
-				return ip, true
-			}
-			path, ok := f.imports[name]
-			return path, ok
-		},
-		// Every [Name] and [Type.Name] is taken as a link, to be checked:
-		// gopls and pkgsite show one that names nothing as plain text.
-		LookupSym: func(string, string) bool { return true },
-	}
-	for _, cg := range f.docs {
-		if cg == nil {
-			continue
-		}
-		at := pk.fset.Position(cg.Pos()).String()
-		if rel, err := filepath.Rel(c.root, at); err == nil {
-			at = rel
-		}
-		walkText(p.Parse(cg.Text()), func(t comment.Text) {
-			switch t := t.(type) {
-			case *comment.DocLink:
-				if t.ImportPath == "" {
-					t.ImportPath = ip
-				}
-				fd.links = append(fd.links, link{at: at, text: textOf(t.Text), dl: t})
-			case comment.Plain:
-				for _, m := range unresolved.FindAllStringSubmatch(string(t), -1) {
-					fd.problems = append(fd.problems, fmt.Sprintf("%s: %s: no import is named %s", at, m[0], m[1]))
-				}
-				for _, m := range qualified.FindAllStringSubmatch(unresolved.ReplaceAllString(string(t), ""), -1) {
-					if paths := c.pathsNamed(f, m[1]); len(paths) > 0 {
-						fd.mentions = append(fd.mentions, mention{at: at, text: m[1] + "." + m[2], paths: paths, sym: m[2]})
-					}
-				}
-			}
-		})
-	}
-}
-
-// resolve says why dl names nothing, or "".
-func (c *Checker) resolve(dl *comment.DocLink) string {
-	pk, ok := c.pkgs[dl.ImportPath]
-	switch {
-	case !ok:
-		return "no package " + dl.ImportPath
-	case dl.Name == "":
-		return ""
-	case dl.Recv != "" && !pk.syms[dl.Recv+"."+dl.Name]:
-		return fmt.Sprintf("%s has no %s.%s", dl.ImportPath, dl.Recv, dl.Name)
-	case dl.Recv == "" && !pk.syms[dl.Name]:
-		return fmt.Sprintf("%s has no %s", dl.ImportPath, dl.Name)
-	}
-	return ""
-}
-
-func textOf(ts []comment.Text) string {
-	var b strings.Builder
-	for _, t := range ts {
-		if p, ok := t.(comment.Plain); ok {
-			b.WriteString(string(p))
-		}
-	}
-	return b.String()
-}
-
-// walkText calls f for every text element of d outside code blocks.
-func walkText(d *comment.Doc, f func(comment.Text)) {
-	var blocks func([]comment.Block)
-	var texts func([]comment.Text)
-	texts = func(ts []comment.Text) {
-		for _, t := range ts {
-			f(t)
-			if l, ok := t.(*comment.Link); ok {
-				texts(l.Text)
-			}
-		}
-	}
-	blocks = func(bs []comment.Block) {
-		for _, b := range bs {
-			switch b := b.(type) {
-			case *comment.Paragraph:
-				texts(b.Text)
-			case *comment.Heading:
-				texts(b.Text)
-			case *comment.List:
-				for _, it := range b.Items {
-					blocks(it.Content)
-				}
-			}
-		}
-	}
-	blocks(d.Content)
-}
-
-var (
-	codeSpan = regexp.MustCompile("`([^`\n]+)`")
-	// identSpan is `pkg.Name`, `*pkg.Type`, `pkg.Type.Method()`.
-	identSpan = regexp.MustCompile(`^\*?((?:[a-z][\w.-]*/)*[a-z]\w*)\.([A-Z]\w*(?:\.[A-Z]\w*)?)(?:\(\))?$`)
-	// pathSpan is a relative path of two elements or more.
-	pathSpan = regexp.MustCompile(`^[\w.-]+(?:/[\w.*-]+)+/?$`)
-)
-
-// MarkdownProblems lists the code spans of Markdown files (fenced blocks
-// left out) that name a Go identifier no package of that name declares,
-// or a path under a top folder of the module's packages that does not
-// exist.
-func (c *Checker) MarkdownProblems(files []string) ([]string, error) {
-	noImports := &file{}
-	var problems []string
-	var mentions []mention
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		rel, _ := filepath.Rel(c.root, name)
-		for i, line := range inlineLines(string(b)) {
-			at := fmt.Sprintf("%s:%d", rel, i+1)
-			for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
-				span := m[1]
-				if id := identSpan.FindStringSubmatch(span); id != nil {
-					if paths := c.pathsNamed(noImports, id[1]); len(paths) > 0 {
-						mentions = append(mentions, mention{at: at, text: span, paths: paths, sym: id[2]})
-					}
-				} else if why := c.pathProblem(span); why != "" {
-					problems = append(problems, fmt.Sprintf("%s: `%s`: %s", at, span, why))
-				}
-			}
-		}
-	}
-	var missing []string
-	for _, m := range mentions {
-		for _, p := range m.paths {
-			if c.pkgs[p] == nil && !slices.Contains(missing, p) {
-				missing = append(missing, p)
-			}
-		}
-	}
-	if err := c.goList(missing); err != nil {
-		return nil, err
-	}
-	for _, m := range mentions {
-		if !slices.ContainsFunc(m.paths, func(p string) bool { return c.pkgs[p] != nil && c.pkgs[p].syms[m.sym] }) {
-			problems = append(problems, fmt.Sprintf("%s: `%s`: %s declares no %s", m.at, m.text, strings.Join(m.paths, ", "), m.sym))
-		}
-	}
-	return problems, nil
-}
-
-// pathProblem says why span, a path under a top folder of the module's
-// packages, names nothing; "" when it exists or is no such path.
-func (c *Checker) pathProblem(span string) string {
-	if !pathSpan.MatchString(span) {
-		return ""
-	}
-	top, _, _ := strings.Cut(span, "/")
-	if !slices.ContainsFunc(slices.Collect(maps.Keys(c.pkgs)), func(ip string) bool {
-		return strings.HasPrefix(ip, c.module+"/"+top+"/") || ip == c.module+"/"+top
-	}) {
-		return "" // not a folder of Go packages: testdata/fuzz is any package's
-	}
-	matches, err := filepath.Glob(filepath.Join(c.root, filepath.FromSlash(strings.TrimSuffix(span, "/"))))
-	if err != nil || len(matches) == 0 {
-		return "no such file or folder"
-	}
-	return ""
-}
-
-// inlineLines returns the lines of a Markdown text, those of fenced code
-// blocks blanked, so line numbers stay.
-func inlineLines(s string) []string {
-	lines := strings.Split(s, "\n")
-	fence := ""
-	for i, l := range lines {
-		t := strings.TrimSpace(l)
-		switch {
-		case fence == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
-			fence = t[:3]
-			lines[i] = ""
-		case fence != "":
-			if strings.HasPrefix(t, fence) {
-				fence = ""
-			}
-			lines[i] = ""
-		}
-	}
-	return lines
 }
