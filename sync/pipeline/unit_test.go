@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/regclient/regclient/types/errs"
+
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/unpack"
-	"github.com/regclient/regclient/types/errs"
 )
 
 // Unit tests: a fake registry side (fakeSource, an ImageReader) and the

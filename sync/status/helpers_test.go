@@ -14,13 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catalogsync/catalogsync/storage"
-	"github.com/catalogsync/catalogsync/storage/fs"
-	"github.com/catalogsync/catalogsync/sync/backoff"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
-	"github.com/catalogsync/catalogsync/sync/source"
-	"github.com/catalogsync/catalogsync/test/imagebuild"
-	"github.com/catalogsync/catalogsync/test/servers"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +23,14 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/pipeline"
+	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/servers"
 )
 
 const testBaseURL = "https://catalogsync.catalogsync-system.svc"

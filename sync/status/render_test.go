@@ -8,10 +8,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/catalogsync/catalogsync/sync/pipeline"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // Fast tests of what the Writer puts in the status, on an in-memory
