@@ -98,6 +98,20 @@ func diffAllPaths(t testing.TB, name string, data []byte) {
 
 const sharedFBC = "../../../shared/testdata/fbc"
 
+// useShared reports whether tests run on the shared catalogs too: they
+// are present and this is not -short (the largest takes seconds to parse).
+func useShared(t testing.TB) bool {
+	t.Helper()
+	if _, err := os.Stat(sharedFBC); err != nil {
+		return false
+	}
+	if testing.Short() {
+		t.Logf("-short: %s not used", sharedFBC)
+		return false
+	}
+	return true
+}
+
 func catalogFiles(t testing.TB, dir string) []string {
 	t.Helper()
 	var files []string
@@ -118,10 +132,10 @@ func catalogFiles(t testing.TB, dir string) []string {
 
 func TestDifferentialCatalogs(t *testing.T) {
 	dirs := []string{"../../testdata/fbc/tiny/configs", "../../testdata/fbc/community-v4.21-3pkgs/configs"}
-	if _, err := os.Stat(sharedFBC); err == nil {
+	if useShared(t) {
 		dirs = append(dirs, sharedFBC+"/community-v4.21/configs", sharedFBC+"/tiny/configs")
 	} else {
-		t.Logf("%s absent: differential test runs on the bundled fixtures only", sharedFBC)
+		t.Logf("%s not used: differential test runs on the bundled fixtures only", sharedFBC)
 	}
 	for _, dir := range dirs {
 		if _, err := os.Stat(dir); err != nil {

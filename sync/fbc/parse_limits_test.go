@@ -25,20 +25,27 @@ func (e *endless) Read(b []byte) (int, error) {
 // One document may not grow past MaxDocumentBytes, however much input
 // follows: the parse stops there with an invalid-catalog error.
 func TestDocumentCap(t *testing.T) {
+	t.Parallel()
 	for _, head := range []string{`{"schema":"x","pad":"`, "schema: x\npad: "} {
-		err := Parse(&endless{head: head}, func(Object) error { return nil })
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "larger than") {
-			t.Fatalf("%q…: %v", head, err)
-		}
+		t.Run(head[:1], func(t *testing.T) {
+			t.Parallel()
+			err := Parse(&endless{head: head}, func(Object) error { return nil })
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "larger than") {
+				t.Fatalf("%q…: %v", head, err)
+			}
+		})
 	}
 	// Documents under the cap, one after another, are fine whatever the
 	// total.
-	doc := `{"schema":"x","name":"` + strings.Repeat("y", 1<<20) + `"}` + "\n"
-	n := 0
-	r := io.MultiReader(strings.NewReader(strings.Repeat(doc, 70)))
-	if err := Parse(r, func(Object) error { n++; return nil }); err != nil || n != 70 {
-		t.Fatalf("70 documents of 1 MiB: %d, %v", n, err)
-	}
+	t.Run("many under the cap", func(t *testing.T) {
+		t.Parallel()
+		doc := `{"schema":"x","name":"` + strings.Repeat("y", 1<<20) + `"}` + "\n"
+		n := 0
+		r := io.MultiReader(strings.NewReader(strings.Repeat(doc, 70)))
+		if err := Parse(r, func(Object) error { n++; return nil }); err != nil || n != 70 {
+			t.Fatalf("70 documents of 1 MiB: %d, %v", n, err)
+		}
+	})
 }
 
 // A large object that fails as JSON is not decoded again as YAML.

@@ -217,12 +217,12 @@ func TestValidateRealCatalogs(t *testing.T) {
 		"../../testdata/fbc/tiny/configs":                  {Packages: 1, Channels: 1, Bundles: 1},
 		"../../testdata/fbc/community-v4.21-3pkgs/configs": {},
 	}
-	if _, err := os.Stat(sharedFBC); err == nil {
+	if useShared(t) {
 		dirs[sharedFBC+"/community-v4.21/configs"] = Stats{Bundles: 745}
 		dirs[sharedFBC+"/community-v4.21-3pkgs/configs"] = Stats{Packages: 3}
 		dirs[sharedFBC+"/tiny/configs"] = Stats{Packages: 1, Channels: 1, Bundles: 1}
 	} else {
-		t.Logf("%s absent: only the bundled fixtures are validated", sharedFBC)
+		t.Logf("%s not used: only the bundled fixtures are validated", sharedFBC)
 	}
 	for dir, want := range dirs {
 		t.Run(filepath.Base(filepath.Dir(dir)), func(t *testing.T) {

@@ -71,11 +71,11 @@ func nameClash(v Value) bool {
 }
 
 // eachCatalogFile calls fn with every file of the bundled catalogs and,
-// where the shared folder is present, of community-v4.21.
+// where useShared, of community-v4.21.
 func eachCatalogFile(t testing.TB, fn func(path string, data []byte)) {
 	t.Helper()
 	dirs := []string{"../../testdata/fbc/tiny/configs", "../../testdata/fbc/community-v4.21-3pkgs/configs"}
-	if _, err := os.Stat(sharedFBC); err == nil {
+	if useShared(t) {
 		dirs = append(dirs, sharedFBC+"/community-v4.21/configs")
 	}
 	for _, dir := range dirs {
