@@ -19,6 +19,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/graphql"
 	"github.com/catalogsync/catalogsync/handlers/ui"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/internal/tlsprofile"
 	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
@@ -58,6 +59,9 @@ type serveCmd struct {
 	TLSCert         string        `name:"tls-cert-file" group:"access" env:"CATALOGSYNC_TLS_CERT_FILE" help:"serve HTTPS with this PEM certificate, reloaded when the file changes (cert-manager, OpenShift service CA)"`
 	TLSKey          string        `name:"tls-key-file" group:"access" env:"CATALOGSYNC_TLS_KEY_FILE" help:"PEM key of --tls-cert-file"`
 	TLSClientCA     string        `name:"tls-client-ca-file" group:"access" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS: a client certificate signed by this CA is required for everything but catalog content (/catalogs/), /healthz, /readyz and the webhook and event receivers (see --ui-open)"`
+	TLSProfile      string        `name:"tls-profile" group:"access" env:"CATALOGSYNC_TLS_PROFILE" default:"intermediate" help:"versions and ciphers offered, as catalogd's --tls-profile: intermediate (TLS 1.2 with forward-secret AEAD ciphers, and 1.3), modern (TLS 1.3 only) or custom (--tls-custom-version and --tls-custom-ciphers)"`
+	TLSCustomMin    string        `name:"tls-custom-version" group:"access" env:"CATALOGSYNC_TLS_CUSTOM_VERSION" docdefault:"TLSv1.2" help:"with --tls-profile custom: the minimum version, TLSv1.2 or TLSv1.3"`
+	TLSCustomCipher string        `name:"tls-custom-ciphers" group:"access" env:"CATALOGSYNC_TLS_CUSTOM_CIPHERS" docdefault:"intermediate's" help:"with --tls-profile custom: comma-separated TLS 1.2 cipher suites by Go's names (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); TLS 1.3's are always offered"`
 	GraphQLAnswer   string        `name:"graphql-max-answer" group:"http" env:"CATALOGSYNC_GRAPHQL_MAX_ANSWER" default:"16Mi" check:"bytes" help:"a GraphQL query whose answer could be larger (worst case, from the index) is refused: bytes, or with K/M/Ki/Mi"`
 	GraphQLInflight string        `name:"graphql-answers-in-flight" group:"http" env:"CATALOGSYNC_GRAPHQL_ANSWERS_IN_FLIGHT" default:"32Mi" check:"bytes" help:"worst-case answers of the GraphQL queries running at once; more wait, up to the query timeout, then get 503 (an answer takes about 4 times its size in memory)"`
 }
@@ -68,6 +72,7 @@ type serveFlags struct {
 	writeStall time.Duration
 	readLimit  time.Duration
 	tls        tlsreload.Files
+	profile    tlsprofile.Profile
 }
 
 // server holds serve's parts, built before anything runs.
@@ -244,6 +249,9 @@ func (c *serveCmd) buildHTTP(s *server) error {
 	sf := c.serveFlags()
 	s.r = sf.router(s.m, s.log)
 	var err error
+	if sf.profile, err = tlsprofile.Parse(c.TLSProfile, c.TLSCustomMin, c.TLSCustomCipher); err != nil {
+		return usageError{fmt.Sprintf("%v (--tls-profile %s)", err, c.TLSProfile)}
+	}
 	if s.tlsR, err = sf.tlsReloader(s.log); err != nil {
 		return usageError{err.Error()}
 	}

@@ -18,7 +18,7 @@ func (f *serveFlags) tlsReloader(log *slog.Logger) (*tlsreload.Reloader, error) 
 		return nil, nil
 	}
 	tlsreload.LogTo(log)
-	return tlsreload.New(f.tls)
+	return tlsreload.New(f.tls, f.profile.Apply)
 }
 
 // serveListener serves HTTP, or HTTPS with r's certificates (r runs

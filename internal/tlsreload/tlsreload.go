@@ -41,11 +41,16 @@ type Reloader struct {
 
 // New loads the files once, so a bad certificate fails at start rather
 // than at the first handshake.
-func New(f Files) (*Reloader, error) {
+// Each of configure adjusts the config every handshake starts from (the
+// versions and cipher suites offered).
+func New(f Files, configure ...func(*tls.Config)) (*Reloader, error) {
 	if f.Cert == "" || f.Key == "" {
 		return nil, fmt.Errorf("%w: a certificate needs its key and a key its certificate", ErrConfig)
 	}
 	r := &Reloader{base: &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}}
+	for _, c := range configure {
+		c(r.base)
+	}
 	var err error
 	if r.cert, err = dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", f.Cert, f.Key); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
