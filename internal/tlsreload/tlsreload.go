@@ -1,28 +1,41 @@
 // Package tlsreload serves TLS from certificate, key and client CA files
 // that are replaced while the server runs (cert-manager and OpenShift's
-// service CA rotate the Secret, the kubelet swaps the mounted files). It
-// wraps k8s.io/apiserver's dynamiccertificates, which watches the files
-// and swaps the tls.Config new connections get: open connections keep
-// theirs, so a rotation fails no request.
+// service CA rotate the Secret, the kubelet swaps the mounted files).
 //
-// dynamiccertificates rather than controller-runtime's certwatcher: it
-// also reloads the client CA, and adds fewer packages to the binary.
+// Each handshake stats the files (a few microseconds, against the
+// handshake's hundreds) and, when one changed, reads them again and swaps
+// what new connections get: open connections keep theirs, so a rotation
+// fails no request. Files that do not load (a half-written file, a key
+// that does not match its certificate yet) leave the previous ones in
+// use, and are reported once per change. Only the standard library:
+// k8s.io/apiserver's reloader did the same with about 230 more packages.
 package tlsreload
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
-	"k8s.io/klog/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // ErrConfig is returned for files that cannot be served.
 var ErrConfig = errors.New("tls configuration")
+
+// checkEvery is how often Run looks at the files between handshakes, so
+// a rotation (or a bad file) shows in the log of an idle server too.
+const checkEvery = 30 * time.Second
+
+// logger receives the reload messages of every Reloader (see LogTo).
+var logger atomic.Pointer[slog.Logger]
 
 // Files names the PEM files to serve. ClientCA is optional: with it,
 // client certificates signed by it are verified when offered (see
@@ -33,10 +46,19 @@ type Files struct {
 
 // Reloader keeps a tls.Config current with the files.
 type Reloader struct {
-	cert *dynamiccertificates.DynamicCertKeyPairContent
-	ca   *dynamiccertificates.DynamicFileCAContent
-	ctrl *dynamiccertificates.DynamicServingCertificateController
-	base *tls.Config
+	files Files
+	base  *tls.Config
+	mu    sync.Mutex // one reload at a time
+	cur   atomic.Pointer[loaded]
+}
+
+// loaded is what new connections get, and the files as last read (read
+// or not: a file that failed is not read again until it changes).
+type loaded struct {
+	certs    []tls.Certificate
+	clientCA *x509.CertPool
+	pairSeen [2]os.FileInfo
+	caSeen   os.FileInfo
 }
 
 // New loads the files once, so a bad certificate fails at start rather
@@ -47,54 +69,186 @@ func New(f Files, configure ...func(*tls.Config)) (*Reloader, error) {
 	if f.Cert == "" || f.Key == "" {
 		return nil, fmt.Errorf("%w: a certificate needs its key and a key its certificate", ErrConfig)
 	}
-	r := &Reloader{base: &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}}
+	r := &Reloader{files: f, base: &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}}
 	for _, c := range configure {
 		c(r.base)
 	}
-	var err error
-	if r.cert, err = dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", f.Cert, f.Key); err != nil {
+	l := &loaded{pairSeen: [2]os.FileInfo{stat(f.Cert), stat(f.Key)}}
+	pair, err := loadPair(f)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	var ca dynamiccertificates.CAContentProvider
+	l.certs = []tls.Certificate{pair}
 	if f.ClientCA != "" {
-		if r.ca, err = dynamiccertificates.NewDynamicCAContentFromFile("client-ca", f.ClientCA); err != nil {
+		l.caSeen = stat(f.ClientCA)
+		if l.clientCA, err = loadCA(f.ClientCA); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		ca = r.ca
 		// Content stays readable without a certificate; RequireClientCert
 		// guards the rest.
 		r.base.ClientAuth = tls.VerifyClientCertIfGiven
 	}
-	r.ctrl = dynamiccertificates.NewDynamicServingCertificateController(r.base, ca, r.cert, nil, nil)
-	r.cert.AddListener(r.ctrl)
-	if r.ca != nil {
-		r.ca.AddListener(r.ctrl)
-	}
-	if err := r.ctrl.RunOnce(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
+	r.cur.Store(l)
 	return r, nil
 }
 
-// LogTo sends the messages of dynamiccertificates (klog, process-wide) to
-// log, so reloads show in the service's own log.
-func LogTo(log *slog.Logger) { klog.SetSlogLogger(log) }
+// LogTo sends the reload messages of every Reloader to log.
+func LogTo(log *slog.Logger) { logger.Store(log) }
+
+func logTo() *slog.Logger {
+	if l := logger.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
 
 // TLSConfig is the config to serve with: each handshake gets the newest
-// certificate and client CA.
+// certificate and client CA, with the settings of the returned config as
+// they are at that handshake (a caller may set versions or ciphers on it
+// before serving).
 func (r *Reloader) TLSConfig() *tls.Config {
 	c := r.base.Clone()
-	c.GetConfigForClient = r.ctrl.GetConfigForClient
+	c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		l := r.current()
+		h := c.Clone()
+		h.GetConfigForClient = nil
+		h.Certificates, h.ClientCAs = l.certs, l.clientCA
+		return h, nil
+	}
 	return c
 }
 
-// Run watches the files until ctx ends.
+// Run looks at the files now and then until ctx ends; handshakes look
+// at them anyway.
 func (r *Reloader) Run(ctx context.Context) {
-	go r.cert.Run(ctx, 1)
-	if r.ca != nil {
-		go r.ca.Run(ctx, 1)
+	t := time.NewTicker(checkEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.current()
+		}
 	}
-	r.ctrl.Run(1, ctx.Done())
+}
+
+// current reloads what changed since it was last read and returns what
+// new connections get.
+func (r *Reloader) current() *loaded {
+	l := r.cur.Load()
+	if !r.changed(l) {
+		return l
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l = r.cur.Load()
+	n := *l
+	// Stat before reading: a change while reading shows at the next look.
+	if pair := [2]os.FileInfo{stat(r.files.Cert), stat(r.files.Key)}; !same(pair[0], l.pairSeen[0]) || !same(pair[1], l.pairSeen[1]) {
+		n.pairSeen = pair
+		if c, err := loadPair(r.files); err != nil {
+			logTo().Warn("TLS certificate not reloaded; serving the previous one until the files change again", "cert", r.files.Cert, "err", err)
+		} else {
+			n.certs = []tls.Certificate{c}
+			logTo().Info("TLS certificate reloaded", "cert", r.files.Cert, "not_after", c.Leaf.NotAfter)
+		}
+	}
+	if ca := stat(r.files.ClientCA); r.files.ClientCA != "" && !same(ca, l.caSeen) {
+		n.caSeen = ca
+		if p, err := loadCA(r.files.ClientCA); err != nil {
+			logTo().Warn("TLS client CA not reloaded; verifying with the previous one until the file changes again", "ca", r.files.ClientCA, "err", err)
+		} else {
+			n.clientCA = p
+			logTo().Info("TLS client CA reloaded", "ca", r.files.ClientCA)
+		}
+	}
+	r.cur.Store(&n)
+	return &n
+}
+
+// changed says whether a file differs from when l read it.
+func (r *Reloader) changed(l *loaded) bool {
+	return !same(stat(r.files.Cert), l.pairSeen[0]) || !same(stat(r.files.Key), l.pairSeen[1]) ||
+		(r.files.ClientCA != "" && !same(stat(r.files.ClientCA), l.caSeen))
+}
+
+// stat follows symbolic links, as the kubelet's Secret volumes are
+// links swapped to a new directory. A missing file is nil.
+func stat(path string) os.FileInfo {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	return fi
+}
+
+// same says whether a and b are the same file, unchanged.
+func same(a, b os.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+// loadPair reads the certificate chain and its key.
+func loadPair(f Files) (tls.Certificate, error) {
+	c, err := readPEM(f.Cert)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	k, err := readPEM(f.Key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(c, k)
+}
+
+// loadCA reads a PEM bundle of CA certificates.
+func loadCA(path string) (*x509.CertPool, error) {
+	b, err := readPEM(path)
+	if err != nil {
+		return nil, err
+	}
+	p := x509.NewCertPool()
+	for rest := b; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if blk.Type != "CERTIFICATE" || err != nil {
+			return nil, fmt.Errorf("%s: a %q block that is no certificate", path, blk.Type)
+		}
+		p.AddCert(c)
+	}
+	if p.Equal(x509.NewCertPool()) {
+		return nil, fmt.Errorf("%s: no PEM certificate", path)
+	}
+	return p, nil
+}
+
+// readPEM reads a PEM file whole: the standard library skips a block cut
+// short, so a file still being written could load with a link of its
+// chain or a CA missing.
+func readPEM(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rest := b
+	for blk := (*pem.Block)(nil); ; {
+		if blk, rest = pem.Decode(rest); blk == nil {
+			break
+		}
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return nil, fmt.Errorf("%s: not PEM, or cut short", path)
+	}
+	return b, nil
 }
 
 // RequireClientCert answers 401 to requests that came without a verified

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/internal/tlsreload/tlstest"
+	"github.com/catalogsync/catalogsync/test/logbuf"
 )
 
 // serve runs an HTTPS server with the reloader on 127.0.0.1.
@@ -169,5 +171,115 @@ func TestBadFiles(t *testing.T) {
 	os.WriteFile(bad, []byte("not pem"), 0o600)
 	if _, err := New(Files{Cert: bad, Key: bad}); err == nil {
 		t.Error("garbage accepted")
+	}
+}
+
+// logs sends the reload messages to a buffer for the test.
+func logs(t *testing.T) *logbuf.Buffer {
+	b := &logbuf.Buffer{}
+	LogTo(slog.New(slog.NewTextHandler(b, nil)))
+	t.Cleanup(func() { logger.Store(nil) })
+	return b
+}
+
+func TestHalfWrittenPairKeepsServingThePreviousOne(t *testing.T) {
+	dir := t.TempDir()
+	authority := tlstest.NewCA(t, "test-ca")
+	f := Files{Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key")}
+	c1, k1 := authority.Issue(t, 1, false)
+	tlstest.WriteAtomic(t, f.Cert, c1)
+	tlstest.WriteAtomic(t, f.Key, k1)
+	log := logs(t)
+	url := serve(t, f, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	cl := tlstest.Client(authority.PEM, nil)
+	served := func(want int64, what string) {
+		t.Helper()
+		for range 5 {
+			if s := servedSerial(t, cl, url); s != want {
+				t.Fatalf("%s: serial %d, want %d", what, s, want)
+			}
+		}
+	}
+	warnings := func() int { return strings.Count(log.String(), "not reloaded") }
+
+	// Key first: it does not match the certificate yet.
+	c2, k2 := authority.Issue(t, 2, false)
+	tlstest.WriteAtomic(t, f.Key, k2)
+	served(1, "key without its certificate")
+	if n := warnings(); n != 1 {
+		t.Fatalf("%d warnings for one bad change, want 1:\n%s", n, log.String())
+	}
+	// The new chain written in place, its leaf and half its CA's
+	// certificate so far: the leaf alone must not be served.
+	chain := append(append([]byte{}, c2...), authority.PEM...)
+	if err := os.WriteFile(f.Cert, chain[:len(c2)+len(authority.PEM)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	served(1, "certificate chain half written")
+	if n := warnings(); n != 2 {
+		t.Fatalf("%d warnings after the second bad change, want 2:\n%s", n, log.String())
+	}
+	if err := os.WriteFile(f.Cert, chain, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	served(2, "pair complete")
+	if !strings.Contains(log.String(), "TLS certificate reloaded") {
+		t.Errorf("no reload logged:\n%s", log.String())
+	}
+	// The file vanishes (a volume being remounted): still served.
+	if err := os.Remove(f.Cert); err != nil {
+		t.Fatal(err)
+	}
+	served(2, "certificate file missing")
+}
+
+func TestClientCARotation(t *testing.T) {
+	dir := t.TempDir()
+	server, oldCA, newCA := tlstest.NewCA(t, "server-ca"), tlstest.NewCA(t, "client-ca-1"), tlstest.NewCA(t, "client-ca-2")
+	f := Files{Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"), ClientCA: filepath.Join(dir, "ca.crt")}
+	c, k := server.Issue(t, 1, false)
+	tlstest.WriteAtomic(t, f.Cert, c)
+	tlstest.WriteAtomic(t, f.Key, k)
+	tlstest.WriteAtomic(t, f.ClientCA, oldCA.PEM)
+	log := logs(t)
+	url := serve(t, f, RequireClientCert(func(*http.Request) bool { return false })(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })))
+	client := func(ca *tlstest.CA, serial int64) *http.Client {
+		cc, ck := ca.Issue(t, serial, true)
+		pair, err := tls.X509KeyPair(cc, ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tlstest.Client(server.PEM, &pair)
+	}
+	accepted := func(c *http.Client) bool {
+		resp, err := c.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
+	oldClient, newClient := client(oldCA, 7), client(newCA, 8)
+	if !accepted(oldClient) || accepted(newClient) {
+		t.Fatal("before the rotation: want the first CA's client only")
+	}
+
+	tlstest.WriteAtomic(t, f.ClientCA, newCA.PEM)
+	if !accepted(newClient) {
+		t.Fatal("the new CA's client refused after the CA file changed")
+	}
+	if accepted(oldClient) {
+		t.Error("the old CA's client still accepted after the CA file changed")
+	}
+	// A bad CA file keeps the previous CA, and says so once.
+	tlstest.WriteAtomic(t, f.ClientCA, []byte("-----BEGIN CERTIFICATE-----\nMIIB"))
+	for range 5 {
+		if !accepted(newClient) {
+			t.Fatal("a bad CA file dropped the CA in use")
+		}
+	}
+	if n := strings.Count(log.String(), "client CA not reloaded"); n != 1 {
+		t.Errorf("%d warnings for one bad CA file, want 1:\n%s", n, log.String())
 	}
 }
