@@ -23,6 +23,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -73,8 +74,8 @@ func newService(t *testing.T) *service {
 	}
 	t.Cleanup(func() { src.Close() })
 	set := engine.StaticCatalogs{
-		{Name: "tiny", Image: reg.Host + "/tiny/catalog:v1"},
-		{Name: "down", Image: down + "/down/catalog:v1"},
+		{Name: "tiny", Image: catalogspec.ParseImage(reg.Host + "/tiny/catalog:v1")},
+		{Name: "down", Image: catalogspec.ParseImage(down + "/down/catalog:v1")},
 	}
 	eng := engine.New(pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)), set, store,
 		engine.WithSettle(0, 0), engine.WithObservers(m.SyncObserver()),

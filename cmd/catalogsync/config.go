@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
-// Config is the file `serve` reads when no cluster provides catalogs.
+// Config is the catalogs file (--config), as written: decoded strictly,
+// so every key is one of its fields. loadConfig reads it once, checks it
+// and builds the catalogs from it; the settings resolver reads its
+// storage.dir and platform from the same load.
 type Config struct {
 	// Storage says where catalogs are stored.
 	Storage StorageConfig `json:"storage"`
@@ -24,8 +26,8 @@ type Config struct {
 	Platform string `json:"platform,omitempty"`
 	// Registries configures hosts that need plain HTTP or self-signed TLS.
 	Registries []source.Host `json:"registries,omitempty"`
-	// Catalogs to keep synced.
-	Catalogs []CatalogConfig `json:"catalogs"`
+	// Catalogs to keep synced, as written; catalogs() is what is synced.
+	Catalogs []catalogEntry `json:"catalogs"`
 	// SignaturePolicy requires signatures (by keys, or keyless by an
 	// identity) of images under each prefix; named rules may be
 	// referenced by catalogs.
@@ -35,6 +37,9 @@ type Config struct {
 	// Events enables the CloudEvents endpoint at /events (Knative Broker
 	// triggers, PingSource, ApiServerSource) when set.
 	Events *events.Config `json:"events,omitempty"`
+
+	// specs are Catalogs as the service syncs them, references parsed.
+	specs []catalogspec.Catalog
 }
 
 // StorageConfig selects the store.
@@ -43,8 +48,8 @@ type StorageConfig struct {
 	Dir string `json:"dir,omitempty"`
 }
 
-// CatalogConfig is one catalog to sync.
-type CatalogConfig struct {
+// catalogEntry is one entry of the file's catalogs, as written.
+type catalogEntry struct {
 	Name                string `json:"name"`
 	Image               string `json:"image"`
 	PollIntervalMinutes int    `json:"pollIntervalMinutes,omitempty"`
@@ -54,6 +59,8 @@ type CatalogConfig struct {
 	Signature *sigpolicy.CatalogRule `json:"signature,omitempty"`
 }
 
+// loadConfig reads, checks and resolves the catalogs file at path: the
+// one place it is parsed, and each catalog's image reference with it.
 func loadConfig(path string) (Config, error) {
 	var c Config
 	b, err := os.ReadFile(path)
@@ -63,27 +70,52 @@ func loadConfig(path string) (Config, error) {
 	if err := decodeConfig(path, b, &c); err != nil {
 		return c, err
 	}
+	if c.specs, err = catalogSpecs(path, c.Catalogs); err != nil {
+		return c, err
+	}
+	if err := c.resolveSecrets(path); err != nil {
+		return c, err
+	}
+	if c.Events != nil && len(c.Events.HostAliases) == 0 {
+		c.Events.HostAliases = c.Webhooks.HostAliases
+	}
+	return c, nil
+}
+
+// catalogSpecs checks the file's catalogs and builds them.
+func catalogSpecs(path string, entries []catalogEntry) ([]catalogspec.Catalog, error) {
+	out := make([]catalogspec.Catalog, 0, len(entries))
 	seen := map[string]bool{}
-	for i, cat := range c.Catalogs {
+	for i, cat := range entries {
 		if !catalog.ValidName(cat.Name) {
-			return c, fmt.Errorf("%s: catalogs[%d]: name %q: %s", path, i, truncate.Text(cat.Name, 300), nameProblem(cat.Name))
+			return nil, fmt.Errorf("%s: catalogs[%d]: name %q: %s", path, i, truncate.Text(cat.Name, 300), nameProblem(cat.Name))
 		}
 		if seen[cat.Name] {
-			return c, fmt.Errorf("%s: catalogs[%d]: duplicate name %q", path, i, cat.Name)
+			return nil, fmt.Errorf("%s: catalogs[%d]: duplicate name %q", path, i, cat.Name)
 		}
 		seen[cat.Name] = true
-		if _, err := source.ParseRef(cat.Image); err != nil {
-			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
+		img := catalogspec.ParseImage(cat.Image)
+		r, ok := img.Ref()
+		if !ok {
+			return nil, fmt.Errorf("%s: catalogs[%d]: %w", path, i, img.Err())
 		}
 		if cat.Signature != nil {
-			if err := sigpolicy.Checkable(cat.Image); err != nil {
-				return c, fmt.Errorf("%s: catalogs[%d] (%s): signature: %w", path, i, cat.Name, err)
+			if err := sigpolicy.Checkable(r); err != nil {
+				return nil, fmt.Errorf("%s: catalogs[%d] (%s): signature: %w", path, i, cat.Name, err)
 			}
 		}
-		if _, err := engine.PollInterval(float64(cat.PollIntervalMinutes)); err != nil {
-			return c, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
+		poll, err := engine.PollInterval(float64(cat.PollIntervalMinutes))
+		if err != nil {
+			return nil, fmt.Errorf("%s: catalogs[%d]: %w", path, i, err)
 		}
+		out = append(out, catalogspec.Catalog{Name: cat.Name, Image: img, PollInterval: poll})
 	}
+	return out, nil
+}
+
+// resolveSecrets replaces the file's "env:NAME" credentials and secrets
+// with the variables' values.
+func (c *Config) resolveSecrets(path string) error {
 	for i := range c.Registries {
 		h := &c.Registries[i]
 		var err error
@@ -91,28 +123,25 @@ func loadConfig(path string) (Config, error) {
 			h.Password, err = fromEnv(h.Password)
 		}
 		if err != nil {
-			return c, fmt.Errorf("%s: registries[%d] (%s): credentials: %w", path, i, h.Name, err)
+			return fmt.Errorf("%s: registries[%d] (%s): credentials: %w", path, i, h.Name, err)
 		}
 	}
 	for i := range c.Webhooks.Receivers {
 		rc := &c.Webhooks.Receivers[i]
 		v, err := fromEnv(rc.Secret)
 		if err != nil {
-			return c, fmt.Errorf("%s: webhooks.receivers[%d] (%s): secret: %w", path, i, rc.Name, err)
+			return fmt.Errorf("%s: webhooks.receivers[%d] (%s): secret: %w", path, i, rc.Name, err)
 		}
 		rc.Secret = v
 	}
 	if c.Events != nil {
 		v, err := fromEnv(c.Events.Token)
 		if err != nil {
-			return c, fmt.Errorf("%s: events.token: %w", path, err)
+			return fmt.Errorf("%s: events.token: %w", path, err)
 		}
 		c.Events.Token = v
-		if len(c.Events.HostAliases) == 0 {
-			c.Events.HostAliases = c.Webhooks.HostAliases
-		}
 	}
-	return c, nil
+	return nil
 }
 
 // fromEnv resolves "env:NAME" to the variable's value, so secrets can come
@@ -129,19 +158,8 @@ func fromEnv(v string) (string, error) {
 	return val, nil
 }
 
-func (c Config) catalogs() []pipeline.Catalog {
-	var out []pipeline.Catalog
-	for _, cat := range c.Catalogs {
-		out = append(out, pipeline.Catalog{Name: cat.Name, Image: cat.Image, PollInterval: pollInterval(cat.PollIntervalMinutes)})
-	}
-	return out
-}
-
-// pollInterval is a checked config value (loadConfig refused bad ones).
-func pollInterval(minutes int) time.Duration {
-	d, _ := engine.PollInterval(float64(minutes))
-	return d
-}
+// catalogs are the file's catalogs, as loadConfig built them.
+func (c Config) catalogs() []catalogspec.Catalog { return c.specs }
 
 // signatures is a config file's signature policy: the rules and the
 // catalogs' own requirements.

@@ -383,7 +383,7 @@ func (c *serveCmd) start(ctx context.Context, s *server) (<-chan struct{}, error
 // references.
 func mountTriggers(r, evr chi.Router, cfg Config, eng *engine.Engine, set engine.CatalogSet, m *metrics.Metrics, log *slog.Logger, kubeconfig string) error {
 	trig := engineTrigger{eng, log}
-	lister := webhookCatalogs{set}
+	lister := set
 	if len(cfg.Webhooks.Receivers) > 0 {
 		rc, err := webhook.NewReceiver(cfg.Webhooks, lister, trig, webhook.WithLogger(log), webhook.WithOutcome(m.Webhook))
 		if err != nil {
@@ -439,17 +439,6 @@ func (p enginePoller) PollDue(ctx context.Context) {
 	if _, err := p.e.PollDue(ctx); err != nil {
 		p.log.Warn("poll", "err", err)
 	}
-}
-
-// webhookCatalogs lists the configured catalogs for the receivers.
-type webhookCatalogs struct{ set engine.CatalogSet }
-
-func (w webhookCatalogs) Catalogs() []webhook.Catalog {
-	var out []webhook.Catalog
-	for _, c := range w.set.Catalogs() {
-		out = append(out, webhook.Catalog{Name: c.Name, Image: c.Image})
-	}
-	return out
 }
 
 // gcPolicy maps the flags to GCOptions, whose zero values mean defaults:

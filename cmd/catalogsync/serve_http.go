@@ -19,8 +19,8 @@ import (
 	"github.com/catalogsync/catalogsync/internal/stall"
 	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/status"
 )
 
@@ -104,7 +104,7 @@ func eventsOptions(cfg events.Config, kubeconfig string, m *metrics.Metrics, log
 // handler: names outside it are answered 404 without a store lookup.
 func configured(set engine.CatalogSet) func(string) bool {
 	return func(name string) bool {
-		return slices.ContainsFunc(set.Catalogs(), func(c pipeline.Catalog) bool { return c.Name == name })
+		return slices.ContainsFunc(set.Catalogs(), func(c catalogspec.Catalog) bool { return c.Name == name })
 	}
 }
 

@@ -7,20 +7,20 @@ import (
 
 	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 // catalog is the catalog sync runs, from --name and --image and, with
 // --config, the file's catalog of that name; cfg is the file (empty
 // without --config).
-func (c *syncCmd) catalog() (cfg Config, cat pipeline.Catalog, err error) {
+func (c *syncCmd) catalog() (cfg Config, cat catalogspec.Catalog, err error) {
 	if c.Name == "" {
 		return cfg, cat, usageError{"sync needs --name and --image, or --config and --name of one of its catalogs"}
 	}
 	if !catalog.ValidName(c.Name) {
 		return cfg, cat, usageError{fmt.Sprintf("--name %q: %s", truncate.Text(c.Name, 300), nameProblem(c.Name))}
 	}
-	cat = pipeline.Catalog{Name: c.Name, Image: c.Image}
+	cat = catalogspec.Catalog{Name: c.Name, Image: catalogspec.ParseImage(c.Image)}
 	if c.Config == "" {
 		if c.Image == "" {
 			return cfg, cat, usageError{"sync needs --name and --image, or --config and --name of one of its catalogs"}
@@ -30,7 +30,7 @@ func (c *syncCmd) catalog() (cfg Config, cat pipeline.Catalog, err error) {
 	if cfg, err = loadConfig(c.Config); err != nil {
 		return cfg, cat, err
 	}
-	if cat.Image != "" {
+	if c.Image != "" {
 		return cfg, cat, nil
 	}
 	var names []string

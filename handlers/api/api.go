@@ -40,8 +40,8 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/content"
 	"github.com/catalogsync/catalogsync/openapi"
 	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // Prefix is where the API routes live.
@@ -69,7 +69,7 @@ type Engine interface {
 // CatalogLister returns the configured catalogs ([engine.StaticCatalogs], or
 // the cluster's ClusterCatalogs). It is called on every request.
 type CatalogLister interface {
-	Catalogs() []pipeline.Catalog
+	Catalogs() []catalogspec.Catalog
 }
 
 // Handler serves the API. Create it with New; it is safe for concurrent

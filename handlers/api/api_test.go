@@ -100,7 +100,7 @@ func testLifecycle(t *testing.T, s *spec, e *env) {
 	if before.Phase != api.PhaseIdle || before.Published != nil || before.LastPoll != nil || before.LastSync != nil {
 		t.Fatalf("never synced catalog: %+v", before)
 	}
-	if before.ServingURL != "https://catalogsync.example.test/catalogs/tiny" || before.PollIntervalSeconds != 600 || before.Image != e.set[0].Image {
+	if before.ServingURL != "https://catalogsync.example.test/catalogs/tiny" || before.PollIntervalSeconds != 600 || before.Image != e.set[0].Image.String() {
 		t.Fatalf("catalog %+v", before)
 	}
 
@@ -123,7 +123,7 @@ func testLifecycle(t *testing.T, s *spec, e *env) {
 
 	after := getCatalog(t, s, e, tinyName)
 	p := after.Published
-	if after.Phase != "Published" || p == nil || p.Digest != e.digest || p.Ref != e.set[0].Image ||
+	if after.Phase != "Published" || p == nil || p.Digest != e.digest || p.Ref != e.set[0].Image.String() ||
 		p.ResolvedRef != r.ResolvedRef || p.PublishedAt.IsZero() || p.PublishedAt.Before(done.Started) {
 		t.Fatalf("published catalog %+v (pointer %+v)", after, p)
 	}
@@ -153,7 +153,7 @@ func testLifecycle(t *testing.T, s *spec, e *env) {
 		t.Fatalf("second sync %+v", done2)
 	}
 	again := getCatalog(t, s, e, tinyName)
-	if again.LastPoll == nil || again.LastPoll.Digest != e.digest || again.LastPoll.Ref != e.set[0].Image ||
+	if again.LastPoll == nil || again.LastPoll.Digest != e.digest || again.LastPoll.Ref != e.set[0].Image.String() ||
 		again.Published.PublishedAt != p.PublishedAt {
 		t.Fatalf("after an unchanged poll: %+v", again)
 	}

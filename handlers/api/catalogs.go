@@ -21,8 +21,8 @@ import (
 	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // The patterns are compiled at first use: their counted repeats make
@@ -51,18 +51,18 @@ func catalogName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return name, true
 }
 
-func (h *Handler) lookup(name string) (pipeline.Catalog, bool) {
+func (h *Handler) lookup(name string) (catalogspec.Catalog, bool) {
 	for _, c := range h.catalogs.Catalogs() {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return pipeline.Catalog{}, false
+	return catalogspec.Catalog{}, false
 }
 
 func (h *Handler) listCatalogs(w http.ResponseWriter, r *http.Request) {
 	cats := slices.Clone(h.catalogs.Catalogs())
-	slices.SortFunc(cats, func(a, b pipeline.Catalog) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(cats, func(a, b catalogspec.Catalog) int { return strings.Compare(a.Name, b.Name) })
 	base := h.servingBase(r)
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
@@ -109,8 +109,8 @@ func (h *Handler) getCatalog(w http.ResponseWriter, r *http.Request) {
 // a failing store is an error: a catalog never published has no pointer,
 // and corrupt records (or a configured name the store cannot hold) are
 // reported in StoreError so one bad catalog does not hide the others.
-func (h *Handler) catalogView(ctx context.Context, c pipeline.Catalog, base string) (Catalog, error) {
-	v := Catalog{Name: c.Name, Image: c.Image, Phase: PhaseIdle, ServingURL: base + "/" + c.Name}
+func (h *Handler) catalogView(ctx context.Context, c catalogspec.Catalog, base string) (Catalog, error) {
+	v := Catalog{Name: c.Name, Image: c.Image.String(), Phase: PhaseIdle, ServingURL: base + "/" + c.Name}
 	if c.PollInterval > 0 {
 		v.PollIntervalSeconds = c.PollInterval.Seconds()
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/storage/s3"
 	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -126,9 +127,9 @@ func newEnv(t *testing.T, store storage.Store, opts ...api.Option) *env {
 	t.Cleanup(func() { src.Close() })
 	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
 	set := engine.StaticCatalogs{
-		{Name: tinyName, Image: reg.Host + "/tiny/catalog:v1", PollInterval: 10 * time.Minute},
-		{Name: slowName, Image: proxy.Host + "/tiny/catalog:v1"},
-		{Name: downName, Image: down + "/down/catalog:v1"},
+		{Name: tinyName, Image: catalogspec.ParseImage(reg.Host + "/tiny/catalog:v1"), PollInterval: 10 * time.Minute},
+		{Name: slowName, Image: catalogspec.ParseImage(proxy.Host + "/tiny/catalog:v1")},
+		{Name: downName, Image: catalogspec.ParseImage(down + "/down/catalog:v1")},
 	}
 	// A long backoff keeps the failed catalog's next retry in the future
 	// for the whole test.
@@ -157,7 +158,7 @@ func storeOnlyEnv(t *testing.T, store storage.Store, opts ...api.Option) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	set := engine.StaticCatalogs{{Name: tinyName, Image: "registry.example.test/tiny/catalog:v1"}}
+	set := engine.StaticCatalogs{{Name: tinyName, Image: catalogspec.ParseImage("registry.example.test/tiny/catalog:v1")}}
 	// Triggered syncs stay queued (an hour's settle) and are cancelled at
 	// the end: these tests look at answers, not at syncs.
 	eng := engine.New(pipeline.New(src, store, pipeline.WithVerifyReuse(true)), set, store, engine.WithSettle(time.Hour, time.Hour))

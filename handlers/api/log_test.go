@@ -13,6 +13,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/metrics"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/test/logbuf"
 )
@@ -38,7 +39,7 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 // route pattern, not the path.
 func TestLogRequests(t *testing.T) {
 	store := newFSStore(t)
-	set := engine.StaticCatalogs{{Name: tinyName, Image: "registry.example.test/tiny/catalog:v1"}}
+	set := engine.StaticCatalogs{{Name: tinyName, Image: catalogspec.ParseImage("registry.example.test/tiny/catalog:v1")}}
 	h := api.New(engine.New(nil, set, store), set, store)
 
 	var buf lockedBuffer

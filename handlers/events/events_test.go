@@ -26,6 +26,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/storage/storagetest"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -79,9 +80,9 @@ func (e *fakeEngine) state() ([]string, int) {
 	return tr, e.polls
 }
 
-type lister []webhook.Catalog
+type lister []catalogspec.Catalog
 
-func (l lister) Catalogs() []webhook.Catalog { return l }
+func (l lister) Catalogs() []catalogspec.Catalog { return l }
 
 // openLister also accepts catalogs it does not list, as a cluster-backed
 // lister whose cache lags would.
@@ -90,10 +91,10 @@ type openLister struct{ lister }
 func (openLister) AcceptsUnlisted() bool { return true }
 
 var catalogs = lister{
-	{Name: "operatorhub", Image: "registry.example.test/acme/operator-catalog:v4.16"},
-	{Name: "harbor", Image: "harbor.example.com/acme/operator-catalog:v4.16"},
-	{Name: "acr", Image: "acmecatalogs.acr.example.test/acme/operator-catalog:v4.16"},
-	{Name: "unrelated", Image: "registry.example.test/acme/other:v1"},
+	{Name: "operatorhub", Image: catalogspec.ParseImage("registry.example.test/acme/operator-catalog:v4.16")},
+	{Name: "harbor", Image: catalogspec.ParseImage("harbor.example.com/acme/operator-catalog:v4.16")},
+	{Name: "acr", Image: catalogspec.ParseImage("acmecatalogs.acr.example.test/acme/operator-catalog:v4.16")},
+	{Name: "unrelated", Image: catalogspec.ParseImage("registry.example.test/acme/other:v1")},
 }
 
 func newHandler(t testing.TB, cfg Config, l webhook.CatalogLister, opts ...Option) (*Handler, *fakeEngine) {
@@ -132,8 +133,8 @@ func TestEvents(t *testing.T) {
 		{name: "ClusterCatalog updated (reference mode)", fixture: "apiserver-ref-update", want: 202, trig: []string{"operatorhub"}},
 		{name: "ClusterCatalog deleted", fixture: "apiserver-ref-add", edit: setHeader("Ce-Type", APIServerRefDelete), want: 202},
 		{name: "other kind", fixture: "apiserver-resource-add-configmap", want: 202},
-		{name: "unknown catalog", fixture: "apiserver-resource-add", lister: lister{{Name: "x", Image: "registry.example.test/x:v1"}}, want: 202},
-		{name: "unknown catalog, open lister", fixture: "apiserver-resource-add", lister: openLister{lister{{Name: "x", Image: "registry.example.test/x:v1"}}}, want: 202, trig: []string{"operatorhub"}},
+		{name: "unknown catalog", fixture: "apiserver-resource-add", lister: lister{{Name: "x", Image: catalogspec.ParseImage("registry.example.test/x:v1")}}, want: 202},
+		{name: "unknown catalog, open lister", fixture: "apiserver-resource-add", lister: openLister{lister{{Name: "x", Image: catalogspec.ParseImage("registry.example.test/x:v1")}}}, want: 202, trig: []string{"operatorhub"}},
 		{name: "invalid catalog name", fixture: "apiserver-ref-add", edit: setBody(`{"kind":"ClusterCatalog","name":"Not_A_Name","apiVersion":"olm.operatorframework.io/v1"}`), lister: openLister{catalogs}, want: 400},
 		{name: "object without data", fixture: "apiserver-resource-add", edit: setBody(""), want: 400},
 		{name: "object data not JSON", fixture: "apiserver-resource-add", edit: setBody("<ClusterCatalog/>"), want: 400},
@@ -545,9 +546,9 @@ func TestEventsPingFloodCoalesced(t *testing.T) {
 	}
 	counting := storagetest.NewCounting(st)
 	set := engine.StaticCatalogs{
-		{Name: "a", Image: "registry.example.test/a:v1", PollInterval: time.Minute},
-		{Name: "b", Image: "registry.example.test/b:v1", PollInterval: time.Minute},
-		{Name: "c", Image: "registry.example.test/c:v1", PollInterval: time.Minute},
+		{Name: "a", Image: catalogspec.ParseImage("registry.example.test/a:v1"), PollInterval: time.Minute},
+		{Name: "b", Image: catalogspec.ParseImage("registry.example.test/b:v1"), PollInterval: time.Minute},
+		{Name: "c", Image: catalogspec.ParseImage("registry.example.test/c:v1"), PollInterval: time.Minute},
 	}
 	// The syncs a poll queues settle for an hour, so they never run and
 	// the store sees only the poll's own reads.
@@ -603,7 +604,7 @@ func TestEventsOutcomesAndNotices(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	outcomes := map[string]int{}
-	h, _ := newHandler(t, Config{}, lister{{Name: "x", Image: "registry.example.test/x:v1"}}, WithLogger(log),
+	h, _ := newHandler(t, Config{}, lister{{Name: "x", Image: catalogspec.ParseImage("registry.example.test/x:v1")}}, WithLogger(log),
 		WithOutcome(func(source, outcome string) {
 			if source != Source {
 				t.Errorf("source %q", source)

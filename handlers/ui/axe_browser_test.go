@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -72,7 +73,7 @@ func TestAccessibility(t *testing.T) {
 	syncDir(t, store, "edge", edgeCatalog(t))
 	syncDir(t, store, "edge", filepath.Join(repoRoot(t), "testdata/fbc/community-v4.21-3pkgs/configs"))
 	syncDir(t, store, "edge", edgeCatalog(t))
-	set := engine.StaticCatalogs{{Name: "edge", Image: "example.test/edge:v1"}, {Name: "broken", Image: "127.0.0.1:1/none/catalog:v1"}}
+	set := engine.StaticCatalogs{{Name: "edge", Image: catalogspec.ParseImage("example.test/edge:v1")}, {Name: "broken", Image: catalogspec.ParseImage("127.0.0.1:1/none/catalog:v1")}}
 	srv := startServer(t, store, set, nil, engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: time.Hour}))
 	op, err := srv.engine.Trigger(context.Background(), "broken", "test")
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
@@ -165,7 +166,7 @@ func BenchmarkPages(b *testing.B) {
 		catPages = append(catPages, catalogURL(c.Name)+"?page="+strconv.Itoa(i))
 	}
 	b.Logf("%s: %d objects, %.0f MB, %d packages", c.Name, c.Meta.Objects, float64(c.Meta.Size)/(1<<20), len(pkgs))
-	set := engine.StaticCatalogs{{Name: c.Name, Image: "example.test/generated-x16:v1"}}
+	set := engine.StaticCatalogs{{Name: c.Name, Image: catalogspec.ParseImage("example.test/generated-x16:v1")}}
 	kinds := []struct {
 		name  string
 		paths []string

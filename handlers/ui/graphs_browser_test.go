@@ -17,8 +17,8 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -235,12 +235,12 @@ func TestEveryPackagePageDraws(t *testing.T) {
 	store := newStore(t)
 	syncDir(t, store, "edge", edgeCatalog(t))
 	publishObjects(t, store, "unvalidated", unvalidatedObjects())
-	set := engine.StaticCatalogs{{Name: "edge", Image: "example.test/edge:v1"}, {Name: "unvalidated", Image: "example.test/unvalidated:v1"}}
+	set := engine.StaticCatalogs{{Name: "edge", Image: catalogspec.ParseImage("example.test/edge:v1")}, {Name: "unvalidated", Image: catalogspec.ParseImage("example.test/unvalidated:v1")}}
 	community := ""
 	if shared := sharedDir(t); shared != "" {
 		community = filepath.Join(shared, "testdata/fbc/community-v4.21/configs")
 		syncDir(t, store, "community", community)
-		set = append(set, pipeline.Catalog{Name: "community", Image: "example.test/community:v4.21"})
+		set = append(set, catalogspec.Catalog{Name: "community", Image: catalogspec.ParseImage("example.test/community:v4.21")})
 	}
 	srv := startServer(t, store, set, nil)
 	report := func(name string, n graphTally) {

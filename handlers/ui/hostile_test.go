@@ -15,6 +15,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -106,7 +107,7 @@ func TestHostileCatalog(t *testing.T) {
 	b := newBrowser(t)
 	store := newStore(t)
 	publishHostile(t, store, "hostile")
-	srv := startServer(t, store, engine.StaticCatalogs{{Name: "hostile", Image: "example.test/hostile:v1" + xssScript}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "hostile", Image: catalogspec.ParseImage("example.test/hostile:v1" + xssScript)}}, nil)
 	pages := []string{
 		"/ui/",
 		catalogURL("hostile"),

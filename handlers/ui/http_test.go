@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -17,7 +18,7 @@ func TestHTTPAnswers(t *testing.T) {
 	dir := filepath.Join(repoRoot(t), "testdata/fbc/community-v4.21-3pkgs/configs")
 	syncDir(t, store, "c3", dir)
 	syncDir(t, store, "gone", dir) // stored, not configured
-	srv := startServer(t, store, engine.StaticCatalogs{{Name: "c3", Image: "example.test/c3:v1"}, {Name: "never", Image: "example.test/n:v1"}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "c3", Image: catalogspec.ParseImage("example.test/c3:v1")}, {Name: "never", Image: catalogspec.ParseImage("example.test/n:v1")}}, nil)
 	for _, c := range []struct {
 		path, ctype string
 		code        int

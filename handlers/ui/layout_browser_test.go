@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -54,8 +55,8 @@ func TestLayoutNeverBreaksWords(t *testing.T) {
 	b := newBrowser(t)
 	store := newStore(t)
 	syncDir(t, store, "edge", edgeCatalog(t))
-	set := engine.StaticCatalogs{{Name: "edge", Image: "example.test/edge:v1"},
-		{Name: "a-catalog-with-a-rather-long-name-for-a-table-cell", Image: "127.0.0.1:1/" + strings.Repeat("very-long-repository-path/", 6) + "catalog:v4.21"}}
+	set := engine.StaticCatalogs{{Name: "edge", Image: catalogspec.ParseImage("example.test/edge:v1")},
+		{Name: "a-catalog-with-a-rather-long-name-for-a-table-cell", Image: catalogspec.ParseImage("127.0.0.1:1/" + strings.Repeat("very-long-repository-path/", 6) + "catalog:v4.21")}}
 	srv := startServer(t, store, set, nil, engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: time.Hour}))
 	op, err := srv.engine.Trigger(context.Background(), set[1].Name, "test")
 	if err != nil {
@@ -101,7 +102,7 @@ func TestGraphHeadInViewAndNodesFocusable(t *testing.T) {
 	b := newBrowser(t)
 	store := newStore(t)
 	syncDir(t, store, "edge", edgeCatalog(t))
-	srv := startServer(t, store, engine.StaticCatalogs{{Name: "edge", Image: "example.test/edge:v1"}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "edge", Image: catalogspec.ParseImage("example.test/edge:v1")}}, nil)
 	for _, width := range []int64{1400, 390} {
 		b.do(chromedp.EmulateViewport(width, 900))
 		b.open(srv.URL + packageURL("edge", "long-channel"))

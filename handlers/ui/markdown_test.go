@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -42,7 +43,7 @@ func TestDescriptionsRenderedAsMarkdown(t *testing.T) {
 	}
 	store := newStore(t)
 	syncDir(t, store, "edge", edgeCatalog(t))
-	srv := startServer(t, store, engine.StaticCatalogs{{Name: "edge", Image: "example.test/edge:v1"}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "edge", Image: catalogspec.ParseImage("example.test/edge:v1")}}, nil)
 	for _, p := range []string{packageURL("edge", "markdown-description"), bundleURL("edge", "markdown-description", "markdown-description.v1.0.0")} {
 		resp, body := get(t, srv.URL+p)
 		if resp.StatusCode != 200 {

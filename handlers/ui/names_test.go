@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -31,7 +32,7 @@ func TestBundleLinksOfOddNames(t *testing.T) {
 	}
 	store := newStore(t)
 	syncDir(t, store, "edge", edgeCatalog(t))
-	srv := startServer(t, store, engine.StaticCatalogs{{Name: "edge", Image: "example.test/edge:v1"}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "edge", Image: catalogspec.ParseImage("example.test/edge:v1")}}, nil)
 	page, err := url.Parse(srv.URL + packageURL("edge", "odd-names"))
 	if err != nil {
 		t.Fatal(err)

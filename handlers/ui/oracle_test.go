@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -75,7 +76,7 @@ func TestGraphsMatchOPM(t *testing.T) {
 	dir := filepath.Join(shared, "testdata/fbc/community-v4.21/configs")
 	store := newStore(t)
 	syncDir(t, store, "community", dir)
-	srv := startServer(t, store, engine.StaticCatalogs{{Name: "community", Image: "example.test/community:v4.21"}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "community", Image: catalogspec.ParseImage("example.test/community:v4.21")}}, nil)
 	c, err := catalog.Open(context.Background(), store, "community")
 	if err != nil {
 		t.Fatal(err)

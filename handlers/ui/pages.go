@@ -66,7 +66,7 @@ func (h *Handler) serveCatalogs(w http.ResponseWriter, r *http.Request) {
 		if h.available != nil && !h.available(cfg.Name) {
 			continue
 		}
-		it := catalogItem{Name: cfg.Name, Image: cfg.Image}
+		it := catalogItem{Name: cfg.Name, Image: cfg.Image.String()}
 		c, err := h.open(r.Context(), cfg.Name)
 		switch {
 		case err == nil:

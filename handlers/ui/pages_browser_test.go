@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -84,7 +85,7 @@ func TestBrowserPages(t *testing.T) {
 	t.Cleanup(func() { src.Close() })
 	store := newStore(t)
 	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true))
-	set := engine.StaticCatalogs{{Name: "c3", Image: ref}, {Name: "slow", Image: proxy.Host + "/c3/catalog:v1"}}
+	set := engine.StaticCatalogs{{Name: "c3", Image: catalogspec.ParseImage(ref)}, {Name: "slow", Image: catalogspec.ParseImage(proxy.Host + "/c3/catalog:v1")}}
 	srv := startServer(t, store, set, pl)
 	syncNow(t, srv.engine, "c3")
 	// The second publish adds a package and changes one bundle of another.

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -19,7 +20,7 @@ func TestUnpublishedCatalogPage(t *testing.T) {
 	b := newBrowser(t)
 	store := newStore(t)
 	// Nothing listens on port 1: every sync of it fails, retryably.
-	set := engine.StaticCatalogs{{Name: "broken", Image: "127.0.0.1:1/none/catalog:v1"}}
+	set := engine.StaticCatalogs{{Name: "broken", Image: catalogspec.ParseImage("127.0.0.1:1/none/catalog:v1")}}
 	// Retried an hour later: the page shows the state the failure left.
 	srv := startServer(t, store, set, nil, engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: time.Hour}))
 	op, err := srv.engine.Trigger(context.Background(), "broken", "test")

@@ -36,7 +36,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 // Prefix is where the pages live.
@@ -69,7 +69,7 @@ var assetFS embed.FS
 // CatalogLister returns the configured catalogs (engine.StaticCatalogs, or
 // the cluster's ClusterCatalogs), as the REST API takes them.
 type CatalogLister interface {
-	Catalogs() []pipeline.Catalog
+	Catalogs() []catalogspec.Catalog
 }
 
 // Handler serves the pages. Create it with New; it is safe for concurrent
@@ -218,7 +218,7 @@ func (h *Handler) serveStatus(w http.ResponseWriter, code int, name, note string
 	image := ""
 	for _, c := range h.catalogs.Catalogs() {
 		if c.Name == name {
-			image = c.Image
+			image = c.Image.String()
 		}
 	}
 	h.renderCode(w, code, "status.html", map[string]any{"Catalog": name, "Image": image, "Note": note,

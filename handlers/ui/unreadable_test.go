@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 )
 
@@ -16,7 +17,7 @@ func TestUnreadableCatalogPageIsAnError(t *testing.T) {
 	if _, err := store.Put(context.Background(), "catalogs/garbled/current", strings.NewReader("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t, store, engine.StaticCatalogs{{Name: "garbled", Image: "127.0.0.1:1/none/catalog:v1"}}, nil)
+	srv := startServer(t, store, engine.StaticCatalogs{{Name: "garbled", Image: catalogspec.ParseImage("127.0.0.1:1/none/catalog:v1")}}, nil)
 	resp, body := get(t, srv.URL+catalogURL("garbled"))
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "cannot be read now") {
 		t.Fatalf("catalog page of an unreadable catalog: %d %.300s", resp.StatusCode, body)

@@ -16,6 +16,7 @@ import (
 	"github.com/regclient/regclient/types/ref"
 
 	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -41,10 +42,10 @@ func (e *engine) snapshot() []string {
 // lister lets the test add catalogs once the registry's port is known.
 type lister struct {
 	mu   sync.Mutex
-	cats []webhook.Catalog
+	cats []catalogspec.Catalog
 }
 
-func (l *lister) Catalogs() []webhook.Catalog {
+func (l *lister) Catalogs() []catalogspec.Catalog {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cats
@@ -141,11 +142,11 @@ func TestDistributionNotificationsEndToEnd(t *testing.T) {
 
 	reg := servers.StartRegistry(t, servers.WithNotifications(srv.URL+"/hooks/registry", map[string]string{"Authorization": "Bearer " + secret}))
 	cats.mu.Lock()
-	cats.cats = []webhook.Catalog{
-		{Name: "tiny", Image: reg.Host + "/catalogs/tiny:v1"},
-		{Name: "tiny-v2", Image: reg.Host + "/catalogs/tiny:v2"},
-		{Name: "other", Image: reg.Host + "/catalogs/other:v1"},
-		{Name: "elsewhere", Image: "registry.example.test/catalogs/tiny:v1"},
+	cats.cats = []catalogspec.Catalog{
+		{Name: "tiny", Image: catalogspec.ParseImage(reg.Host + "/catalogs/tiny:v1")},
+		{Name: "tiny-v2", Image: catalogspec.ParseImage(reg.Host + "/catalogs/tiny:v2")},
+		{Name: "other", Image: catalogspec.ParseImage(reg.Host + "/catalogs/other:v1")},
+		{Name: "elsewhere", Image: catalogspec.ParseImage("registry.example.test/catalogs/tiny:v1")},
 	}
 	cats.mu.Unlock()
 

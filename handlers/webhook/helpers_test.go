@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 // fixtureDir holds recorded and hand-written sender requests: <name>.json
@@ -104,34 +106,34 @@ func (r *recorder) reset() {
 }
 
 // staticLister returns a fixed catalog list.
-type staticLister []Catalog
+type staticLister []catalogspec.Catalog
 
-func (l staticLister) Catalogs() []Catalog { return l }
+func (l staticLister) Catalogs() []catalogspec.Catalog { return l }
 
 // testCatalogs: one per sender's registry, plus catalogs that must match
 // only some pushes (other tag, pinned digest, other repository, OCI layout).
 var testCatalogs = staticLister{
-	{Name: "dist", Image: "registry.example.com/acme/operator-catalog:v4.16"},
-	{Name: "dist-test", Image: "registry.example.test/acme/operator-catalog:v4.16"},
-	{Name: "dist-test-v1", Image: "registry.example.test/acme/operator-catalog:v1"},
-	{Name: "pinned", Image: "registry.example.test/acme/operator-catalog@" + digAMD},
-	{Name: "other-repo", Image: "registry.example.test/acme/other:v4.16"},
-	{Name: "layout", Image: "ocidir://testdata/acme/operator-catalog:v4.16"},
-	{Name: "gitlab", Image: "registry.gitlab.example.test/acme/operator-catalog:v4.16"},
-	{Name: "harbor", Image: "harbor.example.com/acme/operator-catalog:v4.16"},
-	{Name: "quay", Image: "quay.example.test/acme/operator-catalog:v4.16"},
-	{Name: "quay-legacy", Image: "quay.example.test:8443/acme/operator-catalog:latest"},
-	{Name: "hub", Image: "acme/operator-catalog:v4.16"},
-	{Name: "ghcr", Image: "ghcr.example.test/acme/operator-catalog:v4.16"},
-	{Name: "ghcr-labs", Image: "ghcr.example.test/acme-labs/operator-catalog:v1"},
-	{Name: "zot", Image: "zot.example.test:5000/acme/operator-catalog:v4.16"},
-	{Name: "acr", Image: "acmecatalogs.acr.example.test/acme/operator-catalog:v4.16"},
-	{Name: "jfrog-path", Image: "artifactory.example.test/docker-local/acme/operator-catalog:v4.16"},
-	{Name: "jfrog-sub", Image: "docker-local.artifactory.example.test/acme/operator-catalog:v4.16"},
-	{Name: "gar", Image: "europe-west1-docker.pkg.example.test/acme-prj/catalogs/operator-catalog:v4.16"},
-	{Name: "nexus", Image: "nexus.example.test:8443/acme/operator-catalog:v4.16"},
-	{Name: "nexus-routed", Image: "nexus.example.test:8443/docker-hosted/acme/operator-catalog:v4.16"},
-	{Name: "ecr", Image: "123456789012.dkr.ecr.eu-west-1.example.test/acme/operator-catalog:v4.16"},
+	{Name: "dist", Image: catalogspec.ParseImage("registry.example.com/acme/operator-catalog:v4.16")},
+	{Name: "dist-test", Image: catalogspec.ParseImage("registry.example.test/acme/operator-catalog:v4.16")},
+	{Name: "dist-test-v1", Image: catalogspec.ParseImage("registry.example.test/acme/operator-catalog:v1")},
+	{Name: "pinned", Image: catalogspec.ParseImage("registry.example.test/acme/operator-catalog@" + digAMD)},
+	{Name: "other-repo", Image: catalogspec.ParseImage("registry.example.test/acme/other:v4.16")},
+	{Name: "layout", Image: catalogspec.ParseImage("ocidir://testdata/acme/operator-catalog:v4.16")},
+	{Name: "gitlab", Image: catalogspec.ParseImage("registry.gitlab.example.test/acme/operator-catalog:v4.16")},
+	{Name: "harbor", Image: catalogspec.ParseImage("harbor.example.com/acme/operator-catalog:v4.16")},
+	{Name: "quay", Image: catalogspec.ParseImage("quay.example.test/acme/operator-catalog:v4.16")},
+	{Name: "quay-legacy", Image: catalogspec.ParseImage("quay.example.test:8443/acme/operator-catalog:latest")},
+	{Name: "hub", Image: catalogspec.ParseImage("acme/operator-catalog:v4.16")},
+	{Name: "ghcr", Image: catalogspec.ParseImage("ghcr.example.test/acme/operator-catalog:v4.16")},
+	{Name: "ghcr-labs", Image: catalogspec.ParseImage("ghcr.example.test/acme-labs/operator-catalog:v1")},
+	{Name: "zot", Image: catalogspec.ParseImage("zot.example.test:5000/acme/operator-catalog:v4.16")},
+	{Name: "acr", Image: catalogspec.ParseImage("acmecatalogs.acr.example.test/acme/operator-catalog:v4.16")},
+	{Name: "jfrog-path", Image: catalogspec.ParseImage("artifactory.example.test/docker-local/acme/operator-catalog:v4.16")},
+	{Name: "jfrog-sub", Image: catalogspec.ParseImage("docker-local.artifactory.example.test/acme/operator-catalog:v4.16")},
+	{Name: "gar", Image: catalogspec.ParseImage("europe-west1-docker.pkg.example.test/acme-prj/catalogs/operator-catalog:v4.16")},
+	{Name: "nexus", Image: catalogspec.ParseImage("nexus.example.test:8443/acme/operator-catalog:v4.16")},
+	{Name: "nexus-routed", Image: catalogspec.ParseImage("nexus.example.test:8443/docker-hosted/acme/operator-catalog:v4.16")},
+	{Name: "ecr", Image: catalogspec.ParseImage("123456789012.dkr.ecr.eu-west-1.example.test/acme/operator-catalog:v4.16")},
 }
 
 // testConfig has one receiver per type, with the secrets the fixtures use

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/catalogsync/catalogsync/sync/source"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 // HostAlias declares names of the same registry: the host a registry
@@ -58,11 +58,11 @@ func (m *Matcher) canonical(host string) string {
 // and repository. A tag push only matches catalogs on that tag and a
 // digest push only catalogs pinned to that digest; a push that does not
 // say matches all. Catalogs in OCI layouts never match.
-func (m *Matcher) Match(catalogs []Catalog, p Push) []string {
+func (m *Matcher) Match(catalogs []catalogspec.Catalog, p Push) []string {
 	var out []string
 	for _, c := range catalogs {
-		r, err := source.ParseRef(c.Image)
-		if err != nil || r.Scheme != "reg" {
+		r, ok := c.Image.Ref()
+		if !ok || r.Scheme != "reg" {
 			continue
 		}
 		if p.Host != "" && m.canonical(r.Registry) != m.canonical(p.Host) {

@@ -1,8 +1,11 @@
 package webhook
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 func TestMatch(t *testing.T) {
@@ -13,17 +16,17 @@ func TestMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cats := []Catalog{
-		{Name: "tag", Image: "127.0.0.1:5000/acme/catalog:v1"},
-		{Name: "latest", Image: "127.0.0.1:5000/acme/catalog"},
-		{Name: "pinned", Image: "127.0.0.1:5000/acme/catalog@" + digAMD},
-		{Name: "tag-and-digest", Image: "127.0.0.1:5000/acme/catalog:v1@" + digARM},
-		{Name: "mirror", Image: "mirror.example.test/acme/catalog:v1"},
-		{Name: "hub", Image: "acme/catalog:v1"},
-		{Name: "hub-official", Image: "ubuntu:v1"},
-		{Name: "layout", Image: "ocidir://acme/catalog:v1"},
-		{Name: "broken", Image: " not a ref"},
-		{Name: "other", Image: "127.0.0.1:5000/acme/other:v1"},
+	cats := []catalogspec.Catalog{
+		{Name: "tag", Image: catalogspec.ParseImage("127.0.0.1:5000/acme/catalog:v1")},
+		{Name: "latest", Image: catalogspec.ParseImage("127.0.0.1:5000/acme/catalog")},
+		{Name: "pinned", Image: catalogspec.ParseImage("127.0.0.1:5000/acme/catalog@" + digAMD)},
+		{Name: "tag-and-digest", Image: catalogspec.ParseImage("127.0.0.1:5000/acme/catalog:v1@" + digARM)},
+		{Name: "mirror", Image: catalogspec.ParseImage("mirror.example.test/acme/catalog:v1")},
+		{Name: "hub", Image: catalogspec.ParseImage("acme/catalog:v1")},
+		{Name: "hub-official", Image: catalogspec.ParseImage("ubuntu:v1")},
+		{Name: "layout", Image: catalogspec.ParseImage("ocidir://acme/catalog:v1")},
+		{Name: "broken", Image: catalogspec.ParseImage(" not a ref")},
+		{Name: "other", Image: catalogspec.ParseImage("127.0.0.1:5000/acme/other:v1")},
 	}
 	tests := []struct {
 		name string
@@ -50,4 +53,35 @@ func TestMatch(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// Matching reads the references parsed when the catalogs were configured:
+// it costs no allocation per catalog, however many there are (parsing one
+// costs a dozen).
+func TestMatchDoesNotParseReferences(t *testing.T) {
+	m, err := NewMatcher([]HostAlias{{Host: "registry.example.test", Aliases: []string{"mirror.example.test"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Push{Host: "mirror.example.test", Repository: "acme/cat3", Tag: "v4.3"}
+	allocs := func(n int) float64 {
+		cats := matchCatalogs(n)
+		return testing.AllocsPerRun(20, func() {
+			if got := m.Match(cats, p); len(got) != 1 {
+				t.Fatalf("%d catalogs: matched %v, want one", n, got)
+			}
+		})
+	}
+	if few, many := allocs(10), allocs(200); many != few {
+		t.Errorf("matching allocates %v times over 10 catalogs, %v over 200: it works per catalog", few, many)
+	}
+}
+
+// matchCatalogs are n catalogs of ten repositories, each on its own tag.
+func matchCatalogs(n int) []catalogspec.Catalog {
+	cats := make([]catalogspec.Catalog, n)
+	for i := range cats {
+		cats[i] = catalogspec.Catalog{Name: fmt.Sprintf("c%d", i), Image: catalogspec.ParseImage(fmt.Sprintf("registry.example.test/acme/cat%d:v4.%d", i%10, i))}
+	}
+	return cats
 }

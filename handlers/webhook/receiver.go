@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 // Config configures the webhook receivers.
@@ -406,7 +408,7 @@ func (n *notification) trigger(w http.ResponseWriter, r *http.Request, pushes []
 // Dispatch triggers every catalog that one of pushes may have changed, at
 // most once each, and returns how many were triggered. via names the
 // notification's origin in the trigger reason.
-func Dispatch(ctx context.Context, m *Matcher, catalogs []Catalog, pushes []Push, trig Triggerer, via string, log *slog.Logger) int {
+func Dispatch(ctx context.Context, m *Matcher, catalogs []catalogspec.Catalog, pushes []Push, trig Triggerer, via string, log *slog.Logger) int {
 	// The engine outlives the request: keep its values, not its deadline.
 	ctx = context.WithoutCancel(ctx)
 	var done []string

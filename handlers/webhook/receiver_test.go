@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 func TestReceiverConfig(t *testing.T) {
@@ -250,7 +252,7 @@ func TestReceiverCatalogListChanges(t *testing.T) {
 	if w.Code != 202 || len(rec.catalogs()) != 0 {
 		t.Fatalf("no catalogs: %d %v", w.Code, rec.catalogs())
 	}
-	cats.set([]Catalog{{Name: "late", Image: "acmecatalogs.acr.example.test/acme/operator-catalog:v4.16"}})
+	cats.set([]catalogspec.Catalog{{Name: "late", Image: catalogspec.ParseImage("acmecatalogs.acr.example.test/acme/operator-catalog:v4.16")}})
 	w = httptest.NewRecorder()
 	f.body = []byte(strings.Replace(string(f.body), "cb8c3971", "cb8c3972", 1)) // a new event id
 	rc.ServeHTTP(w, f.request("/hooks/acr"))
@@ -262,16 +264,16 @@ func TestReceiverCatalogListChanges(t *testing.T) {
 // mutableLister is a catalog list that changes between requests.
 type mutableLister struct {
 	mu   sync.Mutex
-	cats []Catalog
+	cats []catalogspec.Catalog
 }
 
-func (l *mutableLister) set(c []Catalog) {
+func (l *mutableLister) set(c []catalogspec.Catalog) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cats = c
 }
 
-func (l *mutableLister) Catalogs() []Catalog {
+func (l *mutableLister) Catalogs() []catalogspec.Catalog {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cats
@@ -386,9 +388,9 @@ func TestDispatchGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cats := []Catalog{
-		{Name: "v1", Image: "registry.example.test/acme/cat:v1"},
-		{Name: "v2", Image: "registry.example.test/acme/cat:v2"},
+	cats := []catalogspec.Catalog{
+		{Name: "v1", Image: catalogspec.ParseImage("registry.example.test/acme/cat:v1")},
+		{Name: "v2", Image: catalogspec.ParseImage("registry.example.test/acme/cat:v2")},
 	}
 	p := func(tag string) Push { return Push{Host: "registry.example.test", Repository: "acme/cat", Tag: tag} }
 	rec := &recorder{}

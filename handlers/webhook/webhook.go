@@ -25,6 +25,8 @@ import (
 
 	digest "github.com/opencontainers/go-digest"
 	"github.com/regclient/regclient/types/ref"
+
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 // Push is what a registry says was pushed. A webhook never decides what is
@@ -65,16 +67,11 @@ type Triggerer interface {
 	Trigger(ctx context.Context, catalog, reason string)
 }
 
-// Catalog is a configured catalog: its name and the image it syncs from.
-type Catalog struct {
-	Name, Image string
-}
-
 // CatalogLister returns the current set of catalogs (static configuration
 // today, the cluster's ClusterCatalogs later). It is called on every
 // notification and must be cheap and safe for concurrent use.
 type CatalogLister interface {
-	Catalogs() []Catalog
+	Catalogs() []catalogspec.Catalog
 }
 
 // Sender reads one sender's notifications.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/internal/mirrorsets"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -118,7 +119,7 @@ func (e *env) run(t *testing.T, image string) (pipeline.Result, error) {
 	e.mirProxy.ResetCounts()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return pipeline.New(e.src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(ctx, pipeline.Catalog{Name: "cat", Image: image})
+	return pipeline.New(e.src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(ctx, catalogspec.Catalog{Name: "cat", Image: catalogspec.ParseImage(image)})
 }
 
 func total(p *servers.Proxy) int {

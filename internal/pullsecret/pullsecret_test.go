@@ -22,6 +22,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -100,7 +101,7 @@ func TestPullSecretAndCA(t *testing.T) {
 	run := func(pl *pipeline.Pipeline, name string) (pipeline.Result, error) {
 		sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer scancel()
-		res, err := pl.Run(sctx, pipeline.Catalog{Name: name, Image: image})
+		res, err := pl.Run(sctx, catalogspec.Catalog{Name: name, Image: catalogspec.ParseImage(image)})
 		if err != nil {
 			errs = append(errs, err.Error())
 		}

@@ -19,8 +19,8 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
-	"github.com/catalogsync/catalogsync/sync/source"
 )
 
 // ErrUnknownCatalog is returned when a trigger names a catalog that is not
@@ -30,14 +30,14 @@ var ErrUnknownCatalog = errors.New("unknown catalog")
 // CatalogSet is the configured catalogs: a static config file, or the
 // cluster's ClusterCatalogs. It is read at each use, so changes apply.
 type CatalogSet interface {
-	Catalogs() []pipeline.Catalog
+	Catalogs() []catalogspec.Catalog
 }
 
 // StaticCatalogs is a fixed CatalogSet.
-type StaticCatalogs []pipeline.Catalog
+type StaticCatalogs []catalogspec.Catalog
 
 // Catalogs returns the fixed list.
-func (s StaticCatalogs) Catalogs() []pipeline.Catalog { return s }
+func (s StaticCatalogs) Catalogs() []catalogspec.Catalog { return s }
 
 // Runner runs one catalog's sync; *pipeline.Pipeline is one.
 type Runner interface {
@@ -46,7 +46,7 @@ type Runner interface {
 	// (Run does not take it again) and ends if it is lost.
 	HoldLease(ctx context.Context, name string, obs []pipeline.Observer) (context.Context, func(), error)
 	// Run syncs c, reporting progress to obs.
-	Run(ctx context.Context, c pipeline.Catalog, obs ...pipeline.Observer) (pipeline.Result, error)
+	Run(ctx context.Context, c catalogspec.Catalog, obs ...pipeline.Observer) (pipeline.Result, error)
 }
 
 // OpState is where an operation stands.
@@ -80,7 +80,7 @@ type Operation struct {
 
 // CatalogState is what the engine knows of one catalog right now.
 type CatalogState struct {
-	Catalog pipeline.Catalog
+	Catalog catalogspec.Catalog
 	// Running and Queued are the current and next operation, if any.
 	Running, Queued *Operation
 	// Last is the last finished operation.
@@ -234,13 +234,13 @@ func (e *Engine) Start(ctx context.Context) {
 // Wait blocks until every started sync has returned.
 func (e *Engine) Wait() { e.wg.Wait() }
 
-func (e *Engine) lookup(name string) (pipeline.Catalog, bool) {
+func (e *Engine) lookup(name string) (catalogspec.Catalog, bool) {
 	for _, c := range e.set.Catalogs() {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return pipeline.Catalog{}, false
+	return catalogspec.Catalog{}, false
 }
 
 // Trigger asks for a sync of the named catalog and returns the operation
@@ -289,7 +289,7 @@ func (e *Engine) state(name string) *catalogState {
 
 // startLocked starts the queued operation once it has settled: until
 // then it stays queued, so further triggers join it.
-func (e *Engine) startLocked(c pipeline.Catalog, st *catalogState) {
+func (e *Engine) startLocked(c catalogspec.Catalog, st *catalogState) {
 	op := st.queued
 	ctx := e.ctx
 	e.wg.Add(1)
@@ -313,7 +313,7 @@ func (e *Engine) startLocked(c pipeline.Catalog, st *catalogState) {
 	}()
 }
 
-func (e *Engine) run(ctx context.Context, c pipeline.Catalog, op *Operation) {
+func (e *Engine) run(ctx context.Context, c catalogspec.Catalog, op *Operation) {
 	if e.storeCheck != nil {
 		if err := e.storeCheck(); err != nil {
 			e.finish(c, op, pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonStorage, Err: err})
@@ -365,7 +365,7 @@ func (e *Engine) run(ctx context.Context, c pipeline.Catalog, op *Operation) {
 
 // finish records the outcome, plans a retry for a retryable failure, and
 // starts the queued operation if one arrived meanwhile.
-func (e *Engine) finish(c pipeline.Catalog, op *Operation, res pipeline.Result, se *pipeline.Error) {
+func (e *Engine) finish(c catalogspec.Catalog, op *Operation, res pipeline.Result, se *pipeline.Error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.state(c.Name)
@@ -425,11 +425,8 @@ func (e *Engine) retryLocked(name string, st *catalogState, se *pipeline.Error) 
 }
 
 // limiter returns the start-rate limiter of the image's registry.
-func (e *Engine) limiter(image string) *rate.Limiter {
-	host := "local"
-	if r, err := source.ParseRef(image); err == nil && r.Registry != "" {
-		host = r.Registry
-	}
+func (e *Engine) limiter(image catalogspec.Image) *rate.Limiter {
+	host := rateHost(image)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	l := e.limiters[host]
@@ -444,7 +441,7 @@ func (e *Engine) limiter(image string) *rate.Limiter {
 // interval has passed since the last poll recorded in storage (so any
 // replica, or a fresh process, agrees). Digest-pinned catalogs are due only
 // until they are published.
-func (e *Engine) Due(ctx context.Context, c pipeline.Catalog) (bool, error) {
+func (e *Engine) Due(ctx context.Context, c catalogspec.Catalog) (bool, error) {
 	ptr, _, err := catalog.Current(ctx, e.store, c.Name)
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
@@ -452,10 +449,10 @@ func (e *Engine) Due(ctx context.Context, c pipeline.Catalog) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	if ptr.Ref != c.Image {
+	if ptr.Ref != c.Image.String() {
 		return true, nil // the spec changed: sync the new image
 	}
-	if pinned(c.Image) || c.PollInterval <= 0 {
+	if c.Image.Pinned() || c.PollInterval <= 0 {
 		return false, nil
 	}
 	last, err := catalog.LastPoll(ctx, e.store, c.Name)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -103,7 +104,7 @@ func TestEngineStormCoalesces(t *testing.T) {
 	// Slow the registry so the storm arrives while the first sync runs.
 	e.proxy.Inject(servers.Delay(300*time.Millisecond), 0, servers.ManifestHEAD)
 	log := &syncLog{}
-	eng := engine.New(e.pl, engine.StaticCatalogs{{Name: "storm", Image: ref}}, e.store, engine.WithObservers(log))
+	eng := engine.New(e.pl, engine.StaticCatalogs{{Name: "storm", Image: catalogspec.ParseImage(ref)}}, e.store, engine.WithObservers(log))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); eng.Wait() }()
 	eng.Start(ctx)
@@ -152,7 +153,7 @@ func TestEngineRetriesWithBackoff(t *testing.T) {
 	ref, digest := e.push("retry/c:v1", tinyImage(t))
 	e.proxy.Inject(servers.Status(503), 0)
 	log := &syncLog{}
-	eng := engine.New(e.pl, engine.StaticCatalogs{{Name: "r", Image: ref}}, e.store,
+	eng := engine.New(e.pl, engine.StaticCatalogs{{Name: "r", Image: catalogspec.ParseImage(ref)}}, e.store,
 		engine.WithObservers(log), engine.WithBackoff(backoff.Backoff{Min: 50 * time.Millisecond, Max: 200 * time.Millisecond}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); eng.Wait() }()
@@ -185,7 +186,7 @@ func TestEngineLimits(t *testing.T) {
 	var cats engine.StaticCatalogs
 	for _, n := range []string{"a", "b", "c"} {
 		ref, _ := e.push("limits/"+n+":v1", tinyImage(t))
-		cats = append(cats, pipeline.Catalog{Name: n, Image: ref})
+		cats = append(cats, catalogspec.Catalog{Name: n, Image: catalogspec.ParseImage(ref)})
 	}
 	e.proxy.Inject(servers.Delay(100*time.Millisecond), 0, servers.ManifestHEAD)
 
@@ -234,8 +235,8 @@ func TestEngineDueAndUnknown(t *testing.T) {
 	now.Store(&t0)
 	clock := func() time.Time { return *now.Load() }
 	cats := engine.StaticCatalogs{
-		{Name: "polled", Image: ref, PollInterval: 10 * time.Minute},
-		{Name: "once", Image: ref},
+		{Name: "polled", Image: catalogspec.ParseImage(ref), PollInterval: 10 * time.Minute},
+		{Name: "once", Image: catalogspec.ParseImage(ref)},
 	}
 	eng := engine.New(e.pl, cats, e.store, engine.WithClock(clock))
 	ctx, cancel := context.WithCancel(context.Background())

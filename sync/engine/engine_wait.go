@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
-	"github.com/catalogsync/catalogsync/sync/source"
 )
 
 // waitShown is how long a sync waits for a slot or the registry's rate
@@ -16,7 +16,7 @@ const waitShown = 250 * time.Millisecond
 
 // waitSlot takes one of the engine's sync slots, reporting the wait to
 // the observers if it lasts.
-func (e *Engine) waitSlot(ctx context.Context, c pipeline.Catalog) error {
+func (e *Engine) waitSlot(ctx context.Context, c catalogspec.Catalog) error {
 	select {
 	case e.slots <- struct{}{}:
 		return nil
@@ -36,7 +36,7 @@ func (e *Engine) waitSlot(ctx context.Context, c pipeline.Catalog) error {
 
 // waitRate waits for the registry's start rate, reporting the wait to the
 // observers if it lasts.
-func (e *Engine) waitRate(ctx context.Context, c pipeline.Catalog) error {
+func (e *Engine) waitRate(ctx context.Context, c catalogspec.Catalog) error {
 	l := e.limiter(c.Image)
 	r := l.Reserve()
 	if !r.OK() {
@@ -47,11 +47,7 @@ func (e *Engine) waitRate(ctx context.Context, c pipeline.Catalog) error {
 		return nil
 	}
 	if d >= waitShown {
-		host := "local"
-		if ref, err := source.ParseRef(c.Image); err == nil && ref.Registry != "" {
-			host = ref.Registry
-		}
-		pipeline.NotifyWait(e.observers, pipeline.Wait{Catalog: c.Name, Reason: pipeline.WaitRate, Detail: host, Until: time.Now().Add(d)})
+		pipeline.NotifyWait(e.observers, pipeline.Wait{Catalog: c.Name, Reason: pipeline.WaitRate, Detail: rateHost(c.Image), Until: time.Now().Add(d)})
 		defer pipeline.NotifyWait(e.observers, pipeline.Wait{Catalog: c.Name, Reason: pipeline.WaitRate, Over: true})
 	}
 	t := time.NewTimer(d)
@@ -65,7 +61,11 @@ func (e *Engine) waitRate(ctx context.Context, c pipeline.Catalog) error {
 	}
 }
 
-func pinned(image string) bool {
-	_, ok, _ := source.Pin(image)
-	return ok
+// rateHost is the registry whose start rate a sync of image waits for;
+// OCI layouts share one limiter.
+func rateHost(image catalogspec.Image) string {
+	if h := image.Registry(); h != "" {
+		return h
+	}
+	return "local"
 }

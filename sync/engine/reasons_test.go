@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
@@ -21,7 +22,7 @@ func TestTriggerReasonsBounded(t *testing.T) {
 	// every trigger joins it and no pipeline runs (the engine is left
 	// waiting when the test ends: stopping it would start the sync).
 	ctx := context.Background()
-	e := New(nil, StaticCatalogs{{Name: "c", Image: "registry.invalid/c:v1"}}, nil, WithSettle(time.Hour, time.Hour))
+	e := New(nil, StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("registry.invalid/c:v1")}}, nil, WithSettle(time.Hour, time.Hour))
 	e.Start(ctx)
 	var id string
 	for i := range 600 {

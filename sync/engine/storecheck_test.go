@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
@@ -25,7 +26,7 @@ func TestUnitStoreCheckFailsSyncsUntilRetried(t *testing.T) {
 		}
 		return nil
 	}
-	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}, {Name: "ok", Image: "reg.test/ok:v1"}},
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("reg.test/c:v1")}, {Name: "ok", Image: catalogspec.ParseImage("reg.test/ok:v1")}},
 		engine.WithStoreCheck(check))
 	eng.Trigger(ctx, "c", "test")
 	waitFor(t, "the sync to fail", time.Minute, idle(eng, "c"))

@@ -12,6 +12,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/backoff"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
@@ -57,7 +58,7 @@ func (f *fakeRunner) HoldLease(ctx context.Context, name string, obs []pipeline.
 	return context.WithValue(ctx, leaseKey{}, name), func() {}, nil
 }
 
-func (f *fakeRunner) Run(ctx context.Context, c pipeline.Catalog, obs ...pipeline.Observer) (pipeline.Result, error) {
+func (f *fakeRunner) Run(ctx context.Context, c catalogspec.Catalog, obs ...pipeline.Observer) (pipeline.Result, error) {
 	f.mu.Lock()
 	f.runs[c.Name]++
 	n := f.runs[c.Name]
@@ -83,7 +84,7 @@ func (f *fakeRunner) Run(ctx context.Context, c pipeline.Catalog, obs ...pipelin
 	if f.outcome != nil {
 		return f.outcome(c.Name, n)
 	}
-	return pipeline.Result{Catalog: c.Name, Image: c.Image, Action: pipeline.ActionPublished}, nil
+	return pipeline.Result{Catalog: c.Name, Image: c.Image.String(), Action: pipeline.ActionPublished}, nil
 }
 
 func (f *fakeRunner) read(fn func(f *fakeRunner) bool) bool {
@@ -151,7 +152,7 @@ func TestUnitStormJoinsOneOperation(t *testing.T) {
 	t.Parallel()
 	r := newFakeRunner()
 	r.block = make(chan struct{})
-	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}})
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("reg.test/c:v1")}})
 	first, err := eng.Trigger(ctx, "c", "first")
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestUnitRetryWithBackoff(t *testing.T) {
 		}
 		return pipeline.Result{Catalog: name, Action: pipeline.ActionPublished}, nil
 	}
-	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}, {Name: "bad", Image: "reg.test/bad:v1"}},
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("reg.test/c:v1")}, {Name: "bad", Image: catalogspec.ParseImage("reg.test/bad:v1")}},
 		engine.WithBackoff(backoff.Backoff{Min: time.Millisecond, Max: 4 * time.Millisecond}))
 	op, _ := eng.Trigger(ctx, "c", "test")
 	eng.Trigger(ctx, "bad", "test")
@@ -226,7 +227,7 @@ func TestUnitRetryAfterHonoured(t *testing.T) {
 		return pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonRegistry, Retryable: true, RetryAfter: time.Hour}
 	}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}},
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("reg.test/c:v1")}},
 		engine.WithBackoff(backoff.Backoff{Min: time.Millisecond, Max: time.Millisecond}), engine.WithClock(func() time.Time { return t0 }))
 	eng.Trigger(ctx, "c", "test")
 	waitFor(t, "the failure", time.Minute, idle(eng, "c"))
@@ -243,7 +244,7 @@ func TestUnitMaxConcurrency(t *testing.T) {
 	r.block = make(chan struct{})
 	var cats engine.StaticCatalogs
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
-		cats = append(cats, pipeline.Catalog{Name: n, Image: "reg.test/" + n + ":v1"})
+		cats = append(cats, catalogspec.Catalog{Name: n, Image: catalogspec.ParseImage("reg.test/" + n + ":v1")})
 	}
 	w := &waits{}
 	eng, ctx := startEngine(t, r, cats, engine.WithMaxConcurrent(2), engine.WithObservers(w))
@@ -272,7 +273,7 @@ func TestUnitRegistryRate(t *testing.T) {
 	t.Parallel()
 	r := newFakeRunner()
 	w := &waits{}
-	cats := engine.StaticCatalogs{{Name: "a", Image: "one.test/a:v1"}, {Name: "b", Image: "one.test/b:v1"}, {Name: "c", Image: "two.test/c:v1"}}
+	cats := engine.StaticCatalogs{{Name: "a", Image: catalogspec.ParseImage("one.test/a:v1")}, {Name: "b", Image: catalogspec.ParseImage("one.test/b:v1")}, {Name: "c", Image: catalogspec.ParseImage("two.test/c:v1")}}
 	eng, ctx := startEngine(t, r, cats, engine.WithRegistryRate(1.0/3600, 1), engine.WithObservers(w))
 	for _, c := range cats {
 		eng.Trigger(ctx, c.Name, "test")
@@ -300,7 +301,7 @@ func TestUnitLeaseHeldElsewhere(t *testing.T) {
 	r := newFakeRunner()
 	other := make(chan struct{})
 	r.otherHolds["c"] = other
-	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}, {Name: "d", Image: "reg.test/d:v1"}},
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("reg.test/c:v1")}, {Name: "d", Image: catalogspec.ParseImage("reg.test/d:v1")}},
 		engine.WithMaxConcurrent(1))
 	eng.Trigger(ctx, "c", "test")
 	waitFor(t, "the engine to wait for the lease", time.Minute, func() bool { return r.read(func(f *fakeRunner) bool { return f.leaseWaits["c"] }) })
@@ -348,17 +349,17 @@ func TestUnitDueAndPollDue(t *testing.T) {
 	st := unitStore(t)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	cats := engine.StaticCatalogs{
-		{Name: "new", Image: "reg.test/new:v1", PollInterval: time.Minute},
-		{Name: "changed", Image: "reg.test/changed:v2"},
-		{Name: "pinned", Image: "reg.test/pinned@" + digest, PollInterval: time.Minute},
-		{Name: "unpolled", Image: "reg.test/unpolled:v1"},
-		{Name: "polled", Image: "reg.test/polled:v1", PollInterval: 10 * time.Minute},
+		{Name: "new", Image: catalogspec.ParseImage("reg.test/new:v1"), PollInterval: time.Minute},
+		{Name: "changed", Image: catalogspec.ParseImage("reg.test/changed:v2")},
+		{Name: "pinned", Image: catalogspec.ParseImage("reg.test/pinned@" + digest), PollInterval: time.Minute},
+		{Name: "unpolled", Image: catalogspec.ParseImage("reg.test/unpolled:v1")},
+		{Name: "polled", Image: catalogspec.ParseImage("reg.test/polled:v1"), PollInterval: 10 * time.Minute},
 		// Due after ones that are not: the poll goes on past them.
-		{Name: "last", Image: "reg.test/last:v1"},
+		{Name: "last", Image: catalogspec.ParseImage("reg.test/last:v1")},
 	}
 	publish(t, st, "changed", "reg.test/changed:v1", digest, t0)
 	for _, c := range cats[2:5] {
-		publish(t, st, c.Name, c.Image, digest, t0)
+		publish(t, st, c.Name, c.Image.String(), digest, t0)
 	}
 	now := t0.Add(5 * time.Minute)
 	var mu sync.Mutex
@@ -396,7 +397,7 @@ func TestUnitDueAndPollDue(t *testing.T) {
 func TestUnitHistoryKeepsN(t *testing.T) {
 	t.Parallel()
 	r := newFakeRunner()
-	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}}, engine.WithHistory(2))
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("reg.test/c:v1")}}, engine.WithHistory(2))
 	var ids []string
 	for range 3 {
 		op, err := eng.Trigger(ctx, "c", "test")
@@ -421,7 +422,7 @@ func TestUnitFirstRetryAfterMinimum(t *testing.T) {
 		return pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonRegistry, Retryable: true}
 	}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}},
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("reg.test/c:v1")}},
 		engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: 100 * time.Hour}), engine.WithClock(func() time.Time { return t0 }))
 	eng.Trigger(ctx, "c", "test")
 	waitFor(t, "the failure", time.Minute, idle(eng, "c"))
@@ -445,7 +446,7 @@ func TestUnitAuthFailureRetriesAtCap(t *testing.T) {
 		return pipeline.Result{}, &pipeline.Error{Phase: pipeline.PhaseResolving, Reason: pipeline.ReasonRegistry, Retryable: true}
 	}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: "reg.test/c:v1"}},
+	eng, ctx := startEngine(t, r, engine.StaticCatalogs{{Name: "c", Image: catalogspec.ParseImage("reg.test/c:v1")}},
 		engine.WithBackoff(backoff.Backoff{Min: time.Minute, Max: 100 * time.Hour}), engine.WithClock(func() time.Time { return t0 }))
 	next := func(what string) time.Time {
 		eng.Trigger(ctx, "c", what)

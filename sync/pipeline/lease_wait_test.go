@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
@@ -95,7 +96,7 @@ func TestUnitCanceledMidPull(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: "reg/c:v1"})
+		_, err := pl.Run(ctx, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage("reg/c:v1")})
 		done <- err
 	}()
 	<-pulling

@@ -11,6 +11,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -68,7 +69,7 @@ func (e *mirrorEnv) pipeline(t *testing.T, conf string) *pipeline.Pipeline {
 func (e *mirrorEnv) run(pl *pipeline.Pipeline, image string) (pipeline.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return pl.Run(ctx, pipeline.Catalog{Name: "cat", Image: image})
+	return pl.Run(ctx, catalogspec.Catalog{Name: "cat", Image: catalogspec.ParseImage(image)})
 }
 
 func total(p *servers.Proxy) int {

@@ -17,17 +17,10 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/unpack"
 )
-
-// Catalog is what to sync: a name and the image it comes from.
-type Catalog struct {
-	Name  string
-	Image string
-	// PollInterval is how often a tag is re-resolved (0: never polled).
-	PollInterval time.Duration
-}
 
 // Action says what a successful sync did.
 type Action string
@@ -187,7 +180,7 @@ func New(src ImageReader, store storage.Store, opts ...Option) *Pipeline {
 
 // Run syncs one catalog and reports progress to obs. What was published
 // before stays published unless Run publishes a complete new catalog.
-func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Result, err error) {
+func (p *Pipeline) Run(ctx context.Context, c catalogspec.Catalog, obs ...Observer) (res Result, err error) {
 	if catalog.ValidName(c.Name) {
 		// The sync lease, unless the caller (the engine) holds it already.
 		lctx, release, err := p.HoldLease(ctx, c.Name, obs)
@@ -197,7 +190,7 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 				se = &Error{Phase: PhaseResolving, Reason: ReasonInternal, Retryable: true, Err: err}
 				err = se
 			}
-			res = Result{Catalog: c.Name, Image: c.Image, Phases: map[Phase]time.Duration{}}
+			res = Result{Catalog: c.Name, Image: c.Image.String(), Phases: map[Phase]time.Duration{}}
 			newReporter(c.Name, p.now, obs).emit(Event{Phase: PhaseFailed, Err: se})
 			return res, err
 		}
@@ -210,7 +203,7 @@ func (p *Pipeline) Run(ctx context.Context, c Catalog, obs ...Observer) (res Res
 // attempt is one sync in progress: what its steps share.
 type attempt struct {
 	p   *Pipeline
-	c   Catalog
+	c   catalogspec.Catalog
 	rep *reporter
 	res Result
 	// prev is the content the catalog's pointer was at, if complete: the
@@ -220,11 +213,11 @@ type attempt struct {
 
 func (a *attempt) phase(ph Phase, since time.Time) { a.res.Phases[ph] += a.p.now().Sub(since) }
 
-func (p *Pipeline) run(ctx context.Context, c Catalog, obs ...Observer) (Result, error) {
+func (p *Pipeline) run(ctx context.Context, c catalogspec.Catalog, obs ...Observer) (Result, error) {
 	a := &attempt{p: p, c: c, rep: newReporter(c.Name, p.now, obs)}
 	defer a.rep.close()
 	start := p.now()
-	a.res = Result{Catalog: c.Name, Image: c.Image, Phases: map[Phase]time.Duration{}}
+	a.res = Result{Catalog: c.Name, Image: c.Image.String(), Phases: map[Phase]time.Duration{}}
 	err := a.sync(ctx)
 	a.res.Duration = p.now().Sub(start)
 	if err != nil {
@@ -248,7 +241,7 @@ func (a *attempt) failed(ctx context.Context, err error) error {
 		se.Reason, se.Retryable = ReasonCanceled, true
 	}
 	a.rep.emit(Event{Phase: PhaseFailed, Err: se})
-	a.p.log.Warn("sync failed", "catalog", a.c.Name, "image", a.c.Image, "err", se)
+	a.p.log.Warn("sync failed", "catalog", a.c.Name, "image", a.c.Image.String(), "err", se)
 	return se
 }
 
@@ -263,7 +256,7 @@ func (a *attempt) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	poll := catalog.Poll{Time: a.p.now(), Ref: a.c.Image, Digest: resolved.Digest}
+	poll := catalog.Poll{Time: a.p.now(), Ref: a.c.Image.String(), Digest: resolved.Digest}
 	if done, err := a.upToDate(ctx, resolved); err != nil || done {
 		if done {
 			a.p.recordPoll(ctx, a.c.Name, poll)
@@ -275,7 +268,7 @@ func (a *attempt) sync(ctx context.Context) error {
 			return err
 		}
 	}
-	ptr := catalog.Pointer{Digest: resolved.Digest, Ref: a.c.Image, ResolvedRef: resolved.Ref, Mirror: resolved.Mirror,
+	ptr := catalog.Pointer{Digest: resolved.Digest, Ref: a.c.Image.String(), ResolvedRef: resolved.Ref, Mirror: resolved.Mirror,
 		VerifiedBy: a.res.VerifiedBy, ResolvedAt: poll.Time}
 	meta, stored, err := catalog.HasContent(ctx, a.p.store, a.c.Name, resolved.Digest)
 	if err != nil {
@@ -299,7 +292,7 @@ func (a *attempt) sync(ctx context.Context) error {
 func (a *attempt) resolve(ctx context.Context) (source.Resolved, error) {
 	t := a.p.now()
 	a.rep.emit(Event{Phase: PhaseResolving})
-	resolved, err := a.p.src.Resolve(ctx, a.c.Image)
+	resolved, err := a.p.src.Resolve(ctx, a.c.Image.String())
 	if err != nil {
 		return resolved, registryError(PhaseResolving, err)
 	}
@@ -323,7 +316,7 @@ func (a *attempt) upToDate(ctx context.Context, resolved source.Resolved) (bool,
 	if err != nil || !ok {
 		return false, nil
 	}
-	if cur.Digest != resolved.Digest || cur.Ref != a.c.Image {
+	if cur.Digest != resolved.Digest || cur.Ref != a.c.Image.String() {
 		a.prev = &meta
 		return false, nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/unpack"
@@ -79,7 +80,7 @@ func (e *env) push(repoTag string, img imagebuild.Image) (ref, digest string) {
 func (e *env) sync(name, image string, obs ...pipeline.Observer) (pipeline.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return e.pl.Run(ctx, pipeline.Catalog{Name: name, Image: image}, obs...)
+	return e.pl.Run(ctx, catalogspec.Catalog{Name: name, Image: catalogspec.ParseImage(image)}, obs...)
 }
 
 func (e *env) all(name string) []byte {
@@ -342,7 +343,7 @@ func TestBadInputsKeepPrevious(t *testing.T) {
 				pl = c.pl
 			}
 			_, badDigest := e.push("bad/catalog:v1", c.img)
-			_, err := pl.Run(context.Background(), pipeline.Catalog{Name: "victim", Image: ref})
+			_, err := pl.Run(context.Background(), catalogspec.Catalog{Name: "victim", Image: catalogspec.ParseImage(ref)})
 			se, ok := pipeline.AsError(err)
 			if !ok {
 				t.Fatalf("err = %v, want a sync error", err)
@@ -415,7 +416,7 @@ func TestMultiPlatformIndex(t *testing.T) {
 	}
 	src, _ := source.New(source.WithHosts(source.Host{Name: e.proxy.Host, PlainHTTP: true}), source.WithDockerConfig(false), source.WithPlatform("linux/ppc64le"))
 	defer src.Close()
-	_, err = pipeline.New(src, e.store, pipeline.WithVerifyReuse(true)).Run(context.Background(), pipeline.Catalog{Name: "multi-win", Image: ref})
+	_, err = pipeline.New(src, e.store, pipeline.WithVerifyReuse(true)).Run(context.Background(), catalogspec.Catalog{Name: "multi-win", Image: catalogspec.ParseImage(ref)})
 	if se, ok := pipeline.AsError(err); !ok || se.Reason != pipeline.ReasonNotCatalogImage || !strings.Contains(err.Error(), "linux/ppc64le") {
 		t.Fatalf("err = %v, want NotCatalogImage naming the platform", err)
 	}
@@ -480,7 +481,7 @@ func TestRegistryStall(t *testing.T) {
 	run := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		_, err := pl.Run(ctx, pipeline.Catalog{Name: "stall", Image: ref})
+		_, err := pl.Run(ctx, catalogspec.Catalog{Name: "stall", Image: catalogspec.ParseImage(ref)})
 		return err
 	}
 	for _, c := range []struct {

@@ -420,7 +420,7 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 		}
 	}
 	meta, err := cw.w.Commit(ctx, catalog.Meta{
-		Ref: a.c.Image, VerifiedBy: a.res.VerifiedBy,
+		Ref: a.c.Image.String(), VerifiedBy: a.res.VerifiedBy,
 		Stats: map[string]any{
 			"resolvedRef":    a.res.ResolvedRef,
 			"manifestDigest": img.ManifestDigest,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -91,7 +92,7 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil || res.Digest != oldDigest {
+	if res, err := pl.Run(ctx, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage(ref)}); err != nil || res.Digest != oldDigest {
 		t.Fatalf("first sync: %+v, %v", res, err)
 	}
 	old := s3ReadAll(t, store, "c")
@@ -122,7 +123,7 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref})
+		res, err := pl.Run(ctx, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage(ref)})
 		done <- outcome{res, err}
 	}()
 	select {
@@ -159,7 +160,7 @@ func TestS3StorageStopsMidUpload(t *testing.T) {
 		t.Fatalf("no upload left by the interrupted Put (%v): this test would prove nothing", err)
 	}
 
-	res, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref})
+	res, err := pl.Run(ctx, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage(ref)})
 	if err != nil || res.Action != pipeline.ActionPublished || res.Digest != newDigest {
 		t.Fatalf("retry: %+v, %v", res, err)
 	}
@@ -248,7 +249,7 @@ func TestS3Incremental(t *testing.T) {
 			t.Fatal(err)
 		}
 		proxy.ResetCounts()
-		res, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref})
+		res, err := pl.Run(ctx, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage(ref)})
 		if err != nil {
 			t.Fatalf("sync %d: %v", i+1, err)
 		}
@@ -260,7 +261,7 @@ func TestS3Incremental(t *testing.T) {
 		t.Fatalf("%d ranged reads of the published catalog.jsonl, want 2", n)
 	}
 	full := newStore(m.NewBucket(t))
-	if _, err := pipeline.New(srcs, full, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil {
+	if _, err := pipeline.New(srcs, full, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(ctx, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage(ref)}); err != nil {
 		t.Fatal(err)
 	}
 	want := s3ReadAll(t, full, "c")
@@ -277,7 +278,7 @@ func TestS3Incremental(t *testing.T) {
 			t.Fatal(err)
 		}
 		proxy.ResetCounts()
-		if _, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: ref}); err != nil {
+		if _, err := pl.Run(ctx, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage(ref)}); err != nil {
 			t.Fatalf("sync %d: %v", i+1, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -26,11 +27,11 @@ func WithSignatureCheck(c SignatureChecker) Option {
 	return func(p *Pipeline) { p.sigs = c }
 }
 
-func (p *Pipeline) checkSignature(ctx context.Context, c Catalog, resolved source.Resolved, res *Result) error {
+func (p *Pipeline) checkSignature(ctx context.Context, c catalogspec.Catalog, resolved source.Resolved, res *Result) error {
 	if p.sigs == nil {
 		return nil
 	}
-	by, err := p.sigs.Check(ctx, c.Name, c.Image, resolved)
+	by, err := p.sigs.Check(ctx, c.Name, c.Image.String(), resolved)
 	if err != nil {
 		if source.Retryable(err) && isRegistryErr(err) {
 			return registryError(PhaseResolving, err)

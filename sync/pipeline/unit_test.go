@@ -20,6 +20,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/sync/unpack"
@@ -146,7 +147,7 @@ func runOnce(t *testing.T, pl *pipeline.Pipeline, name, image string, obs ...pip
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return pl.Run(ctx, pipeline.Catalog{Name: name, Image: image}, obs...)
+	return pl.Run(ctx, catalogspec.Catalog{Name: name, Image: catalogspec.ParseImage(image)}, obs...)
 }
 
 // phaseLog records the phases an observer hears, and when the sync ended.
@@ -369,7 +370,7 @@ func TestUnitLeaseWaited(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := pl.Run(context.Background(), pipeline.Catalog{Name: "c", Image: "reg/c:v1"}, log)
+		res, err := pl.Run(context.Background(), catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage("reg/c:v1")}, log)
 		done <- outcome{res, err}
 	}()
 	waitUntil(t, "a wait on the other replica", func() bool { return log.waitedOn("other") })
@@ -394,7 +395,7 @@ func TestUnitLeaseHeldByCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	if _, err := pl.Run(ctx, pipeline.Catalog{Name: "c", Image: "reg/c:v1"}); err != nil {
+	if _, err := pl.Run(ctx, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage("reg/c:v1")}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := catalog.ReadLease(context.Background(), st, "c")
@@ -417,7 +418,7 @@ func TestUnitLeaseLost(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := pl.Run(context.Background(), pipeline.Catalog{Name: "c", Image: "reg/c:v1"})
+		_, err := pl.Run(context.Background(), catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage("reg/c:v1")})
 		done <- err
 	}()
 	<-pulling
@@ -450,7 +451,7 @@ func TestUnitLeaseOfAnotherCatalogIsNoLease(t *testing.T) {
 	log := newPhaseLog()
 	done := make(chan error, 1)
 	go func() {
-		_, err := pl.Run(ctx, pipeline.Catalog{Name: "b", Image: "reg/b:v1"}, log)
+		_, err := pl.Run(ctx, catalogspec.Catalog{Name: "b", Image: catalogspec.ParseImage("reg/b:v1")}, log)
 		done <- err
 	}()
 	waitUntil(t, "a wait on the replica holding b's lease", func() bool { return log.waitedOn("other") })

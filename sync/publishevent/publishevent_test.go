@@ -17,6 +17,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/publishevent"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -125,7 +126,7 @@ func TestPublishedEventAfterRealSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl := newPipeline(t)
-	c := pipeline.Catalog{Name: "sample", Image: sampleImage(t)}
+	c := catalogspec.Catalog{Name: "sample", Image: catalogspec.ParseImage(sampleImage(t))}
 	obs, done := observed(em)
 	res, err := pl.Run(context.Background(), c, obs)
 	if err != nil {
@@ -170,7 +171,7 @@ func TestFailingSinkIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := newPipeline(t).Run(context.Background(), pipeline.Catalog{Name: "sample", Image: sampleImage(t)}, em)
+	res, err := newPipeline(t).Run(context.Background(), catalogspec.Catalog{Name: "sample", Image: catalogspec.ParseImage(sampleImage(t))}, em)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestDeadSinkDoesNotFailOrSlowSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl := newPipeline(t)
-	c := pipeline.Catalog{Name: "sample", Image: sampleImage(t)}
+	c := catalogspec.Catalog{Name: "sample", Image: catalogspec.ParseImage(sampleImage(t))}
 	obs, done := observed(em)
 	start := time.Now()
 	if _, err := pl.Run(context.Background(), c, obs); err != nil {

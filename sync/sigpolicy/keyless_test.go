@@ -17,6 +17,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -88,7 +89,7 @@ func (b *bundleBed) push(repo, variant string) (string, []byte) {
 func (b *bundleBed) run(name, repo string) (pipeline.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return b.pl.Run(ctx, pipeline.Catalog{Name: name, Image: b.host + "/" + repo + ":v1"})
+	return b.pl.Run(ctx, catalogspec.Catalog{Name: name, Image: catalogspec.ParseImage(b.host + "/" + repo + ":v1")})
 }
 
 // blocked asserts the last sync failed terminally on the policy with

@@ -13,6 +13,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -58,7 +59,7 @@ func TestSignaturePolicyOCILayout(t *testing.T) {
 	run := func(name, layout string) (pipeline.Result, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return pl.Run(ctx, pipeline.Catalog{Name: name, Image: "ocidir://" + filepath.Join(dir, layout) + ":v1"})
+		return pl.Run(ctx, catalogspec.Catalog{Name: name, Image: catalogspec.ParseImage("ocidir://" + filepath.Join(dir, layout) + ":v1")})
 	}
 	for _, c := range []struct{ name, layout string }{{"own", "own"}, {"byprefix", "signed/cat"}} {
 		repo := "ocidir://" + filepath.Join(dir, c.layout)

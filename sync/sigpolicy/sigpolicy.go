@@ -176,14 +176,10 @@ func imageName(r ref.Ref) (string, bool) {
 	return r.Scheme + "://" + r.Path, false
 }
 
-// Checkable says why the signatures of image cannot be checked, nil when
-// they can: a configuration that requires a signature of such an image is
-// refused at load instead of failing every sync.
-func Checkable(image string) error {
-	r, err := source.ParseRef(image)
-	if err != nil {
-		return err
-	}
+// Checkable says why the signatures of the image r names cannot be
+// checked, nil when they can: a configuration that requires a signature
+// of such an image is refused at load instead of failing every sync.
+func Checkable(r ref.Ref) error {
 	if _, ok := imageName(r); !ok {
 		return fmt.Errorf("%w: signatures of %s:// images cannot be read; use a registry or an ocidir:// layout", ErrConfig, r.Scheme)
 	}

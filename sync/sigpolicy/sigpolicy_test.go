@@ -18,6 +18,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/sigpolicy"
 	"github.com/catalogsync/catalogsync/sync/source"
@@ -88,7 +89,7 @@ func TestSignaturePolicy(t *testing.T) {
 	run := func() (pipeline.Result, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return pl.Run(ctx, pipeline.Catalog{Name: "cat", Image: repo + ":v1"})
+		return pl.Run(ctx, catalogspec.Catalog{Name: "cat", Image: catalogspec.ParseImage(repo + ":v1")})
 	}
 
 	good := push("v1", "1")
@@ -127,7 +128,7 @@ func TestSignaturePolicy(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if res, err := pl.Run(ctx, pipeline.Catalog{Name: "free", Image: reg.Host + "/free/catalog:v1"}); err != nil || res.VerifiedBy != "" {
+	if res, err := pl.Run(ctx, catalogspec.Catalog{Name: "free", Image: catalogspec.ParseImage(reg.Host + "/free/catalog:v1")}); err != nil || res.VerifiedBy != "" {
 		t.Fatalf("outside the policy: %+v %v", res, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/catalogsync/catalogsync/sync/pipeline"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
 var (
@@ -225,8 +225,8 @@ func (s *ClusterCatalogs) List() []Catalog {
 // Catalogs returns the catalogs to keep synced: every ClusterCatalog
 // except those with availabilityMode Unavailable, which catalogd does not
 // unpack either. It makes ClusterCatalogs an engine.CatalogSet.
-func (s *ClusterCatalogs) Catalogs() []pipeline.Catalog {
-	var out []pipeline.Catalog
+func (s *ClusterCatalogs) Catalogs() []catalogspec.Catalog {
+	var out []catalogspec.Catalog
 	for _, c := range s.List() {
 		if !c.Unavailable() {
 			out = append(out, c.SyncCatalog())

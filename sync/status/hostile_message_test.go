@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 )
@@ -52,7 +53,7 @@ func TestHostileCatalogMessageRealAPIServer(t *testing.T) {
 	go func() { cc.Run(ctx); done <- struct{}{} }()
 	go func() { w.Run(ctx); done <- struct{}{} }()
 	defer func() { cancel(); <-done; <-done }()
-	if _, err := r.pl.Run(ctx, pipeline.Catalog{Name: "hostile", Image: image}, w); err == nil {
+	if _, err := r.pl.Run(ctx, catalogspec.Catalog{Name: "hostile", Image: catalogspec.ParseImage(image)}, w); err == nil {
 		t.Fatal("the hostile catalog was published")
 	}
 	v, _ := rec.wait(30*time.Second, "Progressing of the failed sync", func(v seen) bool {

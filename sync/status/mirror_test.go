@@ -10,6 +10,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
@@ -68,7 +69,7 @@ func TestServingNamesMirrorRealAPIServer(t *testing.T) {
 	}
 	defer src.Close()
 	image := "src.example.test/acme/catalog:v1"
-	res, err := pipeline.New(src, r.store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(context.Background(), pipeline.Catalog{Name: "mirrored", Image: image})
+	res, err := pipeline.New(src, r.store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)).Run(context.Background(), catalogspec.Catalog{Name: "mirrored", Image: catalogspec.ParseImage(image)})
 	if err != nil || res.Mirror != mirror {
 		t.Fatalf("sync: %+v %v", res, err)
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -62,7 +63,7 @@ func testPhases(t *testing.T, c *cluster, r *registry) {
 	// A poll that finds the same digest changes nothing.
 	applies := s.settledApplies()
 	before := len(rec.versions())
-	res, err := r.pl.Run(context.Background(), pipeline.Catalog{Name: "phases", Image: ref}, s.w)
+	res, err := r.pl.Run(context.Background(), catalogspec.Catalog{Name: "phases", Image: catalogspec.ParseImage(ref)}, s.w)
 	if err != nil || res.Action != pipeline.ActionUpToDate {
 		t.Fatalf("re-sync: %v %v, want UpToDate", res.Action, err)
 	}
@@ -443,7 +444,7 @@ func TestServingFromStorageWithoutSync(t *testing.T) {
 	c := startCluster(t)
 	r := startRegistry(t)
 	ref, digest := r.push("prior/catalog:v1", catalogImage(t, "tiny"))
-	if _, err := r.pl.Run(context.Background(), pipeline.Catalog{Name: "prior", Image: ref}); err != nil {
+	if _, err := r.pl.Run(context.Background(), catalogspec.Catalog{Name: "prior", Image: catalogspec.ParseImage(ref)}); err != nil {
 		t.Fatal(err)
 	}
 	c.create(t, "prior", ref)

@@ -27,8 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
-	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
 // GVR is the ClusterCatalog resource.
@@ -88,8 +88,8 @@ type Catalog struct {
 func (c Catalog) Unavailable() bool { return c.AvailabilityMode == AvailabilityModeUnavailable }
 
 // SyncCatalog is c as the sync pipeline takes it.
-func (c Catalog) SyncCatalog() pipeline.Catalog {
-	return pipeline.Catalog{Name: c.Name, Image: c.Image, PollInterval: c.PollInterval}
+func (c Catalog) SyncCatalog() catalogspec.Catalog {
+	return catalogspec.Catalog{Name: c.Name, Image: catalogspec.ParseImage(c.Image), PollInterval: c.PollInterval}
 }
 
 // Status is a ClusterCatalog's status, the fields the Writer owns.

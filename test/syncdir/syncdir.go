@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
@@ -31,7 +32,7 @@ func Publish(t testing.TB, store storage.Store, name, dir string) pipeline.Resul
 	}
 	defer src.Close()
 	pl := pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
-	res, err := pl.Run(ctx, pipeline.Catalog{Name: name, Image: layout})
+	res, err := pl.Run(ctx, catalogspec.Catalog{Name: name, Image: catalogspec.ParseImage(layout)})
 	if err != nil {
 		t.Fatalf("sync %s: %v", name, err)
 	}
