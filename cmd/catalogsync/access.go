@@ -10,11 +10,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/internal/mirrorsets"
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
 	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/sync/source"
-	"github.com/catalogsync/catalogsync/sync/status"
 )
 
 // registriesConf reads --registries-conf: the default path only when it
@@ -40,7 +40,7 @@ func startPullSecret(ctx context.Context, name, kubeconfig string, log *slog.Log
 	if err != nil {
 		return nil, usageError{"--pull-secret: " + err.Error()}
 	}
-	restCfg, err := status.RESTConfig(kubeconfig)
+	restCfg, err := kubeclient.Config(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (c *serveCmd) startMirrorSets(ctx context.Context, log *slog.Logger) (sourc
 	if err != nil {
 		return nil, err
 	}
-	restCfg, err := status.RESTConfig(c.Kubeconfig)
+	restCfg, err := kubeclient.Config(c.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}

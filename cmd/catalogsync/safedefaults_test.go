@@ -18,7 +18,7 @@ import (
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/catalogsync/catalogsync/internal/freeport"
-	"github.com/catalogsync/catalogsync/sync/status"
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -128,7 +128,7 @@ func storeOpsMetric(t *testing.T, addr string) int {
 // and /events is not on the main listener.
 func TestServeEventsOIDC(t *testing.T) {
 	k := servers.StartKube(t)
-	restCfg, err := status.RESTConfig(k.Kubeconfig)
+	restCfg, err := kubeclient.Config(k.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/graphql"
 	"github.com/catalogsync/catalogsync/handlers/ui"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/internal/tlsprofile"
 	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
@@ -221,7 +222,7 @@ func (c *serveCmd) buildCatalogSet(ctx context.Context, s *server) ([]pipeline.O
 // buildClusterCatalogs follows the cluster's ClusterCatalogs as the
 // catalog set and writes their status.
 func (c *serveCmd) buildClusterCatalogs(ctx context.Context, s *server) error {
-	restCfg, err := status.RESTConfig(c.Kubeconfig)
+	restCfg, err := kubeclient.Config(c.Kubeconfig)
 	if err != nil {
 		return err
 	}

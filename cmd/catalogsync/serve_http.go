@@ -16,12 +16,12 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/handlers/events/tokenreview"
 	"github.com/catalogsync/catalogsync/internal/connlimit"
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/internal/stall"
 	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
-	"github.com/catalogsync/catalogsync/sync/status"
 )
 
 // serveFlags picks what serve's HTTP side reads of the settings.
@@ -84,7 +84,7 @@ func (f *serveFlags) serveEvents(addr string, evr http.Handler, r *tlsreload.Rel
 func eventsOptions(cfg events.Config, kubeconfig string, m *metrics.Metrics, log *slog.Logger) ([]events.Option, error) {
 	opts := []events.Option{events.WithLogger(log), events.WithOutcome(m.Webhook)}
 	if cfg.Audience != "" {
-		restCfg, err := status.RESTConfig(kubeconfig)
+		restCfg, err := kubeclient.Config(kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("events.audience: %w", err)
 		}

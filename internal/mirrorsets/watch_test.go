@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/internal/mirrorsets"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/catalogspec"
@@ -47,7 +47,7 @@ type env struct {
 
 func newEnv(t *testing.T, withCRDs bool) *env {
 	kube := servers.StartKube(t)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kube.Kubeconfig)
+	cfg, err := kubeclient.Config(kube.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

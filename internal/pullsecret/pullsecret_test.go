@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/catalogspec"
@@ -70,7 +70,7 @@ func TestPullSecretAndCA(t *testing.T) {
 	reg := servers.StartRegistry(t, servers.WithTLS(ca), servers.WithHtpasswd(map[string]string{user: oldPass}))
 	digest := pushCatalog(t, reg, ca, oldPass, "acme/catalog:v1")
 	kube := servers.StartKube(t)
-	restCfg, err := clientcmd.BuildConfigFromFlags("", kube.Kubeconfig)
+	restCfg, err := kubeclient.Config(kube.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func isUnauthorized(err error) bool {
 // within the wait instead of hanging.
 func TestLeastPrivilege(t *testing.T) {
 	kube := servers.StartKube(t)
-	restCfg, err := clientcmd.BuildConfigFromFlags("", kube.Kubeconfig)
+	restCfg, err := kubeclient.Config(kube.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

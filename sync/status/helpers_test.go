@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/fs"
 	"github.com/catalogsync/catalogsync/sync/backoff"
@@ -46,7 +47,7 @@ type cluster struct {
 func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	k := servers.StartKube(t)
-	cfg, err := RESTConfig(k.Kubeconfig)
+	cfg, err := kubeclient.Config(k.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

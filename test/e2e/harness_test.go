@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
@@ -113,7 +114,7 @@ func newStack(t *testing.T, o options) *stack {
 		defer cancel()
 		_ = s.dyn.Resource(status.GVR).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
-	rcfg, err := status.RESTConfig(s.kube.Kubeconfig)
+	rcfg, err := kubeclient.Config(s.kube.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/catalogsync/catalogsync/handlers/events/tokenreview"
-	"github.com/catalogsync/catalogsync/sync/status"
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -33,7 +33,7 @@ func (c *countingReviews) Create(ctx context.Context, tr *authv1.TokenReview, o 
 // the Reviewer accepts exactly those for its audience.
 func TestReviewerAgainstKubeAPIServer(t *testing.T) {
 	k := servers.StartKube(t)
-	cfg, err := status.RESTConfig(k.Kubeconfig)
+	cfg, err := kubeclient.Config(k.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
