@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
@@ -144,18 +145,39 @@ func (c *Config) resolveSecrets(path string) error {
 	return nil
 }
 
-// fromEnv resolves "env:NAME" to the variable's value, so secrets can come
-// from a Kubernetes Secret through the environment instead of the file.
-func fromEnv(v string) (string, error) {
-	name, ok := strings.CutPrefix(v, "env:")
-	if !ok {
-		return v, nil
+// loadedConfig is one load of the config file: what loadConfig returned.
+type loadedConfig struct {
+	path string
+	cfg  Config
+	err  error
+}
+
+func loadOnce(path string) *loadedConfig {
+	cfg, err := loadConfig(path)
+	return &loadedConfig{path: path, cfg: cfg, err: err}
+}
+
+// load returns the file --config names, loaded once whoever asks first:
+// the settings resolver or the command.
+func (c *configFlag) load() (Config, error) {
+	if c.loaded == nil || c.loaded.path != c.Config {
+		c.loaded = loadOnce(c.Config)
 	}
-	val, set := os.LookupEnv(name)
-	if !set || val == "" {
-		return "", fmt.Errorf("environment variable %s is not set", name)
+	return c.loaded.cfg, c.loaded.err
+}
+
+func (c *configFlag) configFile() *configFlag { return c }
+
+// handConfig gives the selected command the config file the resolver
+// loaded, if it takes --config.
+func handConfig(kctx *kong.Context, loaded *loadedConfig) {
+	node := kctx.Selected()
+	if loaded == nil || node == nil || !node.Target.CanAddr() {
+		return
 	}
-	return val, nil
+	if cmd, ok := node.Target.Addr().Interface().(interface{ configFile() *configFlag }); ok {
+		cmd.configFile().loaded = loaded
+	}
 }
 
 // catalogs are the file's catalogs, as loadConfig built them.

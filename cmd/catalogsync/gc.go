@@ -143,7 +143,7 @@ func (c *gcCmd) options(log *slog.Logger) catalog.GCOptions {
 func (c *gcCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer) error {
 	opts := c.options(c.logger(stderr))
 	if c.Config != "" {
-		cfg, err := loadConfig(c.Config)
+		cfg, err := c.load()
 		if err != nil {
 			return err
 		}

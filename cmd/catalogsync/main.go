@@ -237,7 +237,7 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	// A one-shot sync holds a few files and the catalog's small index at a
 	// time; a soft limit makes the GC keep the heap near that instead of
 	// letting it double. The user's GOMEMLIMIT wins.
-	if os.Getenv("GOMEMLIMIT") == "" {
+	if envValue(envMemLimit) == "" {
 		debug.SetMemoryLimit(defaultSyncMemoryLimit)
 	}
 	store, dir, err := c.open(ctx, from, c.TmpDir)
@@ -382,7 +382,7 @@ func (c *pollCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 		return usageError{"poll needs --config"}
 	}
 	log := c.logger(stderr)
-	cfg, err := loadConfig(c.Config)
+	cfg, err := c.load()
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,6 @@ import (
 	"time"
 )
 
-// peakRSSEnv makes the process report its peak memory on exit, for the
-// benchmarks.
-const peakRSSEnv = "CATALOGSYNC_PRINT_PEAK_RSS"
-
 // peakAnon is the highest anonymous resident memory sampled, in pages.
 var peakAnon atomic.Int64
 
@@ -26,7 +22,7 @@ var peakAnon atomic.Int64
 // the binary whatever the catalog; the anonymous peak is the memory a
 // sync actually uses.
 func samplePeakAnon() {
-	if os.Getenv(peakRSSEnv) == "" {
+	if envValue(envPeakRSS) == "" {
 		return
 	}
 	go func() {
@@ -66,7 +62,7 @@ func statmAnon(buf []byte) int64 {
 // parent's high-water mark across exec into the child's ru_maxrss, while
 // VmHWM belongs to the new image alone.
 func reportPeakRSS(w io.Writer) {
-	if os.Getenv(peakRSSEnv) == "" {
+	if envValue(envPeakRSS) == "" {
 		return
 	}
 	if n := statmAnon(make([]byte, 128)); n > peakAnon.Load() {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -116,7 +115,7 @@ func (c *serveCmd) run(ctx context.Context, from origins, stderr io.Writer) erro
 func (c *serveCmd) build(ctx context.Context, from origins, s *server) error {
 	if c.Config != "" {
 		var err error
-		if s.cfg, err = loadConfig(c.Config); err != nil {
+		if s.cfg, err = c.load(); err != nil {
 			return err
 		}
 	}
@@ -270,7 +269,7 @@ func (c *serveCmd) buildHTTP(s *server) error {
 // mountAPI mounts /api/v1/..., /openapi.yaml, /healthz, /readyz, /metrics.
 func (c *serveCmd) mountAPI(s *server) {
 	// Read from the environment only: flags show in ps.
-	apiToken := os.Getenv(envAPIToken)
+	apiToken := envValue(envAPIToken)
 	if apiToken == "" && c.APIOpen {
 		s.log.Warn("the REST API accepts POST without a token (--api-open): anyone who reaches it can trigger syncs")
 	}
@@ -325,7 +324,7 @@ func (c *serveCmd) serve(ctx context.Context, s *server) error {
 	}
 	srv, ln := sf.server(s.r, ln)
 	s.log.Info("serving", "addr", ln.Addr().String(), "store", s.dir, "catalogs", len(s.cfg.Catalogs))
-	c.logSurfaces(ctx, s, os.Getenv(envAPIToken))
+	c.logSurfaces(ctx, s, envValue(envAPIToken))
 	bgDone, err := c.start(ctx, s)
 	if err != nil {
 		return err

@@ -25,7 +25,6 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/regclient/regclient/types/platform"
-	"sigs.k8s.io/yaml"
 
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
 	"github.com/catalogsync/catalogsync/internal/regconf"
@@ -85,9 +84,12 @@ type listenFlags struct {
 	UIOpen        bool          `name:"ui-open" group:"access" env:"CATALOGSYNC_UI_OPEN" help:"with --tls-client-ca-file, serve the UI (/, /ui/) and the catalog list its live refresh reads (GET /api/v1/catalogs) to clients without a certificate"`
 }
 
-// configFlag names serve's catalogs file.
+// configFlag names the catalogs file. load reads it, once: the resolver's
+// reading of storage.dir and platform is that one.
 type configFlag struct {
 	Config string `name:"config" group:"catalogs" env:"CATALOGSYNC_CONFIG" help:"catalogs file (YAML)"`
+
+	loaded *loadedConfig
 }
 
 // commonFlags configure how images are read, for the commands that sync.
@@ -117,12 +119,41 @@ type commonFlags struct {
 	sigs signatures
 }
 
-const envAPIToken = "CATALOGSYNC_API_TOKEN" //nolint:gosec // G101: the name of the variable, not a token
+// Settings read from the environment only: a flag would show in ps, or
+// the value is needed before the command line is read.
+const (
+	envAPIToken = "CATALOGSYNC_API_TOKEN" //nolint:gosec // G101: the name of the variable, not a token
+	envMemLimit = "GOMEMLIMIT"
+	envPeakRSS  = "CATALOGSYNC_PRINT_PEAK_RSS"
+)
 
-// envOnly are settings read from the environment only: a flag would show
-// in ps.
+// envOnly declares them, for envValue, the help and the table.
 var envOnly = []struct{ Env, Cmd, Help string }{
 	{envAPIToken, "serve", "bearer token required by `POST /api/v1/...` (reads stay open); without it POST is refused unless `--api-open`"},
+	{envMemLimit, "sync", "Go's soft memory limit; sync sets " + fmt.Sprint(defaultSyncMemoryLimit>>20) + "MiB when it is unset"},
+	{envPeakRSS, "any", "set: print the process's peak memory on exit, for the benchmarks"},
+}
+
+// envValue is the value of an env-only setting, which envOnly declares.
+func envValue(name string) string {
+	if !slices.ContainsFunc(envOnly, func(e struct{ Env, Cmd, Help string }) bool { return e.Env == name }) {
+		panic("env-only setting " + name + " is not declared in envOnly")
+	}
+	return os.Getenv(name)
+}
+
+// fromEnv resolves "env:NAME" to the variable's value, so secrets can come
+// from a Kubernetes Secret through the environment instead of the file.
+func fromEnv(v string) (string, error) {
+	name, ok := strings.CutPrefix(v, "env:")
+	if !ok {
+		return v, nil
+	}
+	val, set := os.LookupEnv(name)
+	if !set || val == "" {
+		return "", fmt.Errorf("environment variable %s is not set", name)
+	}
+	return val, nil
 }
 
 // fileOnly are config-file keys with no flag, for the table.
@@ -189,8 +220,9 @@ var envForm = map[string]func(string) string{
 // checks that the value parses, so the error can say where it came from.
 type resolver struct {
 	from origins
-	file map[string]any // the config file, read once; nil: none or unreadable
-	read bool
+	// loaded is the config file, read at the first setting it may hold;
+	// the command is handed it (parseInto).
+	loaded *loadedConfig
 }
 
 func (r *resolver) Validate(*kong.Application) error { return nil }
@@ -228,34 +260,40 @@ func (r *resolver) use(f *kong.Flag, v, from string) (any, error) {
 	return v, nil
 }
 
-// fileValue looks key (dotted) up in the config file that --config names,
-// read once. An unreadable file gives nothing here: the command reports it
-// when it loads the file.
+// fileValue looks key (dotted, its JSON names) up in the config file
+// that --config names. A file that does not load gives nothing here: the
+// command reports why when it uses the file.
 func (r *resolver) fileValue(kctx *kong.Context, key string) (string, bool) {
-	if !r.read {
-		r.read = true
-		if path := configPath(kctx); path != "" {
-			if b, err := os.ReadFile(path); err == nil {
-				_ = yaml.Unmarshal(b, &r.file)
-			}
-		}
-	}
-	var v any = r.file
-	for _, k := range strings.Split(key, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
+	if r.loaded == nil {
+		path := configPath(kctx)
+		if path == "" {
 			return "", false
 		}
-		v = m[k]
+		r.loaded = loadOnce(path)
 	}
-	switch v := v.(type) {
-	case string:
-		return v, v != ""
-	case nil, map[string]any, []any:
+	if r.loaded.err != nil {
 		return "", false
-	default:
-		return fmt.Sprint(v), true
 	}
+	return fileSetting(r.loaded.cfg, key)
+}
+
+// fileSetting is the value of the config file's key, a path of JSON field
+// names; ok is false for a key it leaves empty.
+func fileSetting(c Config, key string) (string, bool) {
+	v := reflect.ValueOf(c)
+	for _, k := range strings.Split(key, ".") {
+		i := slices.IndexFunc(reflect.VisibleFields(v.Type()), func(f reflect.StructField) bool {
+			return strings.Split(f.Tag.Get("json"), ",")[0] == k
+		})
+		if i < 0 {
+			panic("config file key " + key + " is no field of Config")
+		}
+		v = v.Field(i)
+	}
+	if v.IsZero() {
+		return "", false
+	}
+	return fmt.Sprint(v.Interface()), true
 }
 
 // configPath is --config's value, from the command line or else the
@@ -406,6 +444,9 @@ func parseInto(target any, args []string, stdout, stderr io.Writer) (*kong.Conte
 		return nil, nil, err
 	}
 	kctx, err := k.Parse(args)
+	if err == nil {
+		handConfig(kctx, r.loaded)
+	}
 	if err != nil {
 		msg := err.Error()
 		if !strings.Contains(msg, "(from ") {

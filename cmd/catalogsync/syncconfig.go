@@ -27,7 +27,7 @@ func (c *syncCmd) catalog() (cfg Config, cat catalogspec.Catalog, err error) {
 		}
 		return cfg, cat, nil
 	}
-	if cfg, err = loadConfig(c.Config); err != nil {
+	if cfg, err = c.load(); err != nil {
 		return cfg, cat, err
 	}
 	if c.Image != "" {
