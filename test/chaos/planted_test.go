@@ -23,8 +23,8 @@ import (
 // renewals held back, so nothing but the pointer's compare-and-swap stands
 // between its stale publish and the store. The service as built keeps every
 // invariant; built with the planted bug (tag chaos_nocas: publish without
-// the CAS) the checker names the stale pointer write and what readers and
-// the status saw of it.
+// the CAS) the checker names the stale pointer write and the status it
+// moved back.
 func TestPausedPublisherMeetsTheCAS(t *testing.T) {
 	needNetns(t)
 	t.Run("as built", func(t *testing.T) {
@@ -40,7 +40,10 @@ func TestPausedPublisherMeetsTheCAS(t *testing.T) {
 			byInv[a.Invariant]++
 			t.Logf("found as planted: %s", a)
 		}
-		for _, inv := range []int{1, 3, 7} {
+		// The stale pointer write itself (7) and the status it moved
+		// back (3); readers and the final state may or may not have
+		// seen it before another sync moved the pointer on.
+		for _, inv := range []int{3, 7} {
 			if byInv[inv] == 0 {
 				t.Errorf("the checker found no anomaly of invariant %d in a run with the planted bug", inv)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -54,6 +55,8 @@ func newStoreProxy(t *testing.T, tp *topology, i int, rec *recorder) *storeProxy
 			r.Out.Host = r.In.Host // signed by the client
 		},
 		Transport: nsTransport(h.ns),
+		// A replica cut off or killed mid-request is the point here.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, rp) }),
 		ReadHeaderTimeout: 30 * time.Second}
