@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/internal/mirrorsets"
@@ -44,11 +42,11 @@ func startPullSecret(ctx context.Context, name, kubeconfig string, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(restCfg)
+	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
 		return nil, err
 	}
-	w := pullsecret.New(cs, ns, n, pullsecret.WithLogger(log))
+	w := pullsecret.New(dyn, ns, n, pullsecret.WithLogger(log))
 	if err := w.Start(ctx, time.Minute); err != nil {
 		return nil, fmt.Errorf("--pull-secret: %w", err)
 	}
@@ -70,7 +68,7 @@ func (c *serveCmd) startMirrorSets(ctx context.Context, log *slog.Logger) (sourc
 	if err != nil {
 		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	disc, err := mirrorsets.NewDiscovery(restCfg)
 	if err != nil {
 		return nil, err
 	}

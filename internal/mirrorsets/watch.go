@@ -14,11 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/catalogsync/catalogsync/internal/kubeinformer"
 	"github.com/catalogsync/catalogsync/internal/regconf"
 )
 
@@ -31,7 +30,7 @@ var resources = map[Kind]string{Digest: "imagedigestmirrorsets", Tag: "imagetagm
 // with the cluster's mirror sets. It implements source.Mirrors.
 type Watcher struct {
 	dyn  dynamic.Interface
-	disc discovery.DiscoveryInterface
+	disc Discovery
 	base *regconf.Config
 	log  *slog.Logger
 	live regconf.Live
@@ -48,7 +47,7 @@ type Watcher struct {
 
 // New returns a Watcher whose rules are base's (the registries.conf file,
 // may be nil) plus the cluster's; Start follows the cluster.
-func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, base *regconf.Config, log *slog.Logger) *Watcher {
+func New(dyn dynamic.Interface, disc Discovery, base *regconf.Config, log *slog.Logger) *Watcher {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -82,11 +81,10 @@ func (w *Watcher) Start(ctx context.Context, wait time.Duration) error {
 		w.log.Info("the cluster serves no ImageDigestMirrorSet or ImageTagMirrorSet; only registries.conf mirrors apply", "group", GroupVersion)
 		return nil
 	}
-	f := dynamicinformer.NewDynamicSharedInformerFactory(w.dyn, 0)
 	gv := schema.GroupVersion{Group: "config.openshift.io", Version: "v1"}
 	var synced []cache.InformerSynced
 	for _, k := range kinds {
-		inf := f.ForResource(gv.WithResource(resources[k])).Informer()
+		inf := kubeinformer.New(w.dyn, gv.WithResource(resources[k]), "", 0, nil)
 		w.mu.Lock()
 		w.stores[k] = inf.GetStore()
 		w.mu.Unlock()
@@ -97,8 +95,8 @@ func (w *Watcher) Start(ctx context.Context, wait time.Duration) error {
 			return err
 		}
 		synced = append(synced, inf.HasSynced)
+		go inf.Run(ctx.Done())
 	}
-	f.Start(ctx.Done())
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if !cache.WaitForCacheSync(wctx.Done(), synced...) {

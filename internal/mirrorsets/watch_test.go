@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -37,7 +36,7 @@ var (
 // behind a counting proxy) holding the same catalog, and a Watcher.
 type env struct {
 	dyn                dynamic.Interface
-	disc               discovery.DiscoveryInterface
+	disc               mirrorsets.Discovery
 	srcProxy, mirProxy *servers.Proxy
 	digest             string
 	w                  *mirrorsets.Watcher
@@ -51,7 +50,11 @@ func newEnv(t *testing.T, withCRDs bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{dyn: dynamic.NewForConfigOrDie(cfg), disc: discovery.NewDiscoveryClientForConfigOrDie(cfg), logs: &logbuf.Buffer{}}
+	disc, err := mirrorsets.NewDiscovery(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{dyn: dynamic.NewForConfigOrDie(cfg), disc: disc, logs: &logbuf.Buffer{}}
 	srcReg, mirReg := servers.StartRegistry(t), servers.StartRegistry(t)
 	e.srcProxy, e.mirProxy = servers.NewProxy(t, srcReg.URL), servers.NewProxy(t, mirReg.URL)
 	img := imagebuild.FromDir(filepath.Join("..", "..", "testdata/fbc/tiny/configs"), "/configs")

@@ -18,10 +18,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/catalogsync/catalogsync/internal/kubeinformer"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -33,7 +35,7 @@ var ErrInvalid = errors.New("invalid pull secret")
 // informer on that Secret alone.
 type Watcher struct {
 	ns, name string
-	cs       kubernetes.Interface
+	dyn      dynamic.Interface
 	log      *slog.Logger
 
 	mu      sync.RWMutex
@@ -57,9 +59,11 @@ func ParseName(s string) (ns, name string, err error) {
 	return ns, name, nil
 }
 
-// New returns a Watcher of the Secret ns/name; Start runs it.
-func New(cs kubernetes.Interface, ns, name string, opts ...Option) *Watcher {
-	w := &Watcher{ns: ns, name: name, cs: cs, log: slog.New(slog.DiscardHandler)}
+// New returns a Watcher of the Secret ns/name; Start runs it. The
+// dynamic client, not the typed clientset: that one links every API
+// group's client (about 230 packages) for this one Secret.
+func New(dyn dynamic.Interface, ns, name string, opts ...Option) *Watcher {
+	w := &Watcher{ns: ns, name: name, dyn: dyn, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(w)
 	}
@@ -78,9 +82,8 @@ func (w *Watcher) Credentials() (map[string]source.Credential, uint64) {
 // otherwise hold the start for ever). A missing Secret is not an error:
 // pulls go without its credentials until it is created.
 func (w *Watcher) Start(ctx context.Context, wait time.Duration) error {
-	f := informers.NewSharedInformerFactoryWithOptions(w.cs, 0, informers.WithNamespace(w.ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + w.name }))
-	inf := f.Core().V1().Secrets().Informer()
+	inf := kubeinformer.New(w.dyn, corev1.SchemeGroupVersion.WithResource("secrets"), w.ns, 0,
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + w.name })
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.set(obj) },
 		UpdateFunc: func(_, obj any) { w.set(obj) },
@@ -88,7 +91,7 @@ func (w *Watcher) Start(ctx context.Context, wait time.Duration) error {
 	}); err != nil {
 		return err
 	}
-	f.Start(ctx.Done())
+	go inf.Run(ctx.Done())
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if !cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
@@ -98,8 +101,13 @@ func (w *Watcher) Start(ctx context.Context, wait time.Duration) error {
 }
 
 func (w *Watcher) set(obj any) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok || s.Name != w.name {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GetName() != w.name {
+		return
+	}
+	s := &corev1.Secret{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		w.log.Warn("pull secret not usable; keeping the previous credentials", "secret", w.ns+"/"+w.name, "err", fmt.Errorf("%w: not a Secret", ErrInvalid))
 		return
 	}
 	creds, err := Parse(s)

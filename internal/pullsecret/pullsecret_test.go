@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -79,7 +80,7 @@ func TestPullSecretAndCA(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := pullsecret.New(cs, "default", "catalog-pull", pullsecret.WithLogger(log))
+	w := pullsecret.New(dynamic.NewForConfigOrDie(restCfg), "default", "catalog-pull", pullsecret.WithLogger(log))
 	if err := w.Start(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -222,10 +223,10 @@ func TestLeastPrivilege(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: "default"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	as := func(tok string) kubernetes.Interface {
+	as := func(tok string) dynamic.Interface {
 		c := rest.AnonymousClientConfig(restCfg)
 		c.BearerToken = tok
-		return kubernetes.NewForConfigOrDie(c)
+		return dynamic.NewForConfigOrDie(c)
 	}
 	w := pullsecret.New(as(token("reader")), "default", "catalog-pull")
 	if err := w.Start(ctx, time.Minute); err != nil {

@@ -12,9 +12,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/catalogsync/catalogsync/internal/kubeinformer"
 	"github.com/catalogsync/catalogsync/sync/catalogspec"
 )
 
@@ -36,7 +36,6 @@ const DefaultResync = 10 * time.Minute
 // on the dynamic client (list, watch, relist when the watch expires,
 // backoff while the apiserver is away), answering from its cache.
 type ClusterCatalogs struct {
-	factory  dynamicinformer.DynamicSharedInformerFactory
 	inf      cache.SharedIndexInformer
 	onChange func(name string)
 	log      *slog.Logger
@@ -75,8 +74,7 @@ func NewClusterCatalogs(client dynamic.Interface, opts ...ClusterCatalogsOption)
 	for _, fn := range opts {
 		fn(s)
 	}
-	s.factory = dynamicinformer.NewDynamicSharedInformerFactory(client, s.resync)
-	s.inf = s.factory.ForResource(GVR).Informer()
+	s.inf = kubeinformer.New(client, GVR, "", s.resync, nil)
 	failures := 0
 	_ = s.inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) {
 		// The reflector retries with its own backoff; say so once per
@@ -140,9 +138,7 @@ func (s *ClusterCatalogs) broadcast(name string) {
 
 // Run runs the informer until ctx ends, and returns ctx's error.
 func (s *ClusterCatalogs) Run(ctx context.Context) error {
-	s.factory.Start(ctx.Done())
-	<-ctx.Done()
-	s.factory.Shutdown()
+	s.inf.Run(ctx.Done())
 	return ctx.Err()
 }
 

@@ -9,14 +9,12 @@ import (
 
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	authclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 )
 
 // approving answers every review as authenticated for the audience asked:
 // a fake at the one method the Reviewer calls, to test the cache alone
 // (the real apiserver is TestReviewerAgainstKubeAPIServer's).
 type approving struct {
-	authclient.TokenReviewInterface
 	calls int
 }
 

@@ -21,7 +21,9 @@ import (
 	"golang.org/x/time/rate"
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	authclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/catalogsync/catalogsync/handlers/webhook"
@@ -47,10 +49,16 @@ var ErrRejected = fmt.Errorf("%w: token rejected", webhook.ErrForbidden)
 // the sender should retry.
 var ErrBusy = errors.New("token review: too many reviews, retry later")
 
+// Client creates TokenReviews: client-go's typed authentication client
+// is one, NewClient another.
+type Client interface {
+	Create(ctx context.Context, tr *authv1.TokenReview, opts metav1.CreateOptions) (*authv1.TokenReview, error)
+}
+
 // Reviewer verifies tokens for one audience. Create it with New; it is
 // safe for concurrent use.
 type Reviewer struct {
-	client   authclient.TokenReviewInterface
+	client   Client
 	audience string
 	cache    *expirable.LRU[[sha256.Size]byte, result]
 	limit    *rate.Limiter
@@ -87,7 +95,7 @@ func WithRateLimit(r rate.Limit, burst int) Option {
 }
 
 // New returns a Reviewer that asks client about tokens for audience.
-func New(client authclient.TokenReviewInterface, audience string, opts ...Option) (*Reviewer, error) {
+func New(client Client, audience string, opts ...Option) (*Reviewer, error) {
 	o := options{ttl: DefaultTTL, size: DefaultCacheSize, limit: 20, burst: 50}
 	for _, fn := range opts {
 		fn(&o)
@@ -104,11 +112,39 @@ func New(client authclient.TokenReviewInterface, audience string, opts ...Option
 
 // NewForConfig returns a Reviewer using the cluster cfg points at.
 func NewForConfig(cfg *rest.Config, audience string, opts ...Option) (*Reviewer, error) {
-	c, err := authclient.NewForConfig(cfg)
+	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return New(c.TokenReviews(), audience, opts...)
+	return New(c, audience, opts...)
+}
+
+// NewClient returns a Client of the cluster cfg points at. It goes
+// through the dynamic client: the typed one registers every API group of
+// client-go's clientset at start.
+func NewClient(cfg *rest.Config) (Client, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return dynamicClient{dyn.Resource(authv1.SchemeGroupVersion.WithResource("tokenreviews"))}, nil
+}
+
+type dynamicClient struct{ res dynamic.ResourceInterface }
+
+func (c dynamicClient) Create(ctx context.Context, tr *authv1.TokenReview, opts metav1.CreateOptions) (*authv1.TokenReview, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tr)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(authv1.SchemeGroupVersion.String())
+	u.SetKind("TokenReview")
+	if u, err = c.res.Create(ctx, u, opts); err != nil {
+		return nil, err
+	}
+	out := &authv1.TokenReview{}
+	return out, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
 }
 
 // Review returns the name of the user token authenticates for the

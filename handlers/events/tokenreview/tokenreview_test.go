@@ -10,7 +10,6 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	authclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/catalogsync/catalogsync/handlers/events/tokenreview"
@@ -20,13 +19,13 @@ import (
 
 // countingReviews counts the TokenReviews sent to the apiserver.
 type countingReviews struct {
-	authclient.TokenReviewInterface
+	tokenreview.Client
 	n atomic.Int32
 }
 
 func (c *countingReviews) Create(ctx context.Context, tr *authv1.TokenReview, o metav1.CreateOptions) (*authv1.TokenReview, error) {
 	c.n.Add(1)
-	return c.TokenReviewInterface.Create(ctx, tr, o)
+	return c.Client.Create(ctx, tr, o)
 }
 
 // A real kube-apiserver issues service-account tokens (TokenRequest), and
@@ -57,11 +56,11 @@ func TestReviewerAgainstKubeAPIServer(t *testing.T) {
 		}
 		return tr.Status.Token
 	}
-	auth, err := authclient.NewForConfig(cfg)
+	auth, err := tokenreview.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reviews := &countingReviews{TokenReviewInterface: auth.TokenReviews()}
+	reviews := &countingReviews{Client: auth}
 	r, err := tokenreview.New(reviews, "catalogsync-events")
 	if err != nil {
 		t.Fatal(err)
