@@ -1,0 +1,118 @@
+// Package budget guards the release binary's weight, so what a handler
+// loads at each start cannot grow back unnoticed: its size as the
+// Dockerfile builds it, the packages linked into it and what their
+// initialisation allocates.
+package budget
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The budget. The size is the target; packages and initialisation are
+// today's weight with a little room (targets: 800 packages, 2 MiB): the
+// keyless signature verifier (sigstore-go, with rekor, gRPC and
+// go-openapi, about 270 packages and 1.2 MB of init) and the init of
+// regclient and the CloudEvents SDK (about 1.3 MB) hold them above.
+// Initialisation time is logged, not checked: it depends on the
+// machine's load, the bytes allocated do not.
+const (
+	maxBinaryBytes = 60_000_000
+	maxPackages    = 980
+	maxInitBytes   = 5_400_000
+)
+
+func TestReleaseBinaryWithinBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the release binary")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	bin := filepath.Join(t.TempDir(), "catalogsync")
+	// As the Dockerfile builds it.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/catalogsync")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := exec.Command("go", "list", "-deps", "./cmd/catalogsync")
+	list.Dir, list.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	deps, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	packages := bytes.Count(deps, []byte("\n"))
+	// The least of three starts: a busy machine adds time, not bytes,
+	// but a run may still allocate a little more than another.
+	init := initCost{bytes: -1}
+	for range 3 {
+		c := traceInit(t, bin)
+		if init.bytes < 0 || c.bytes < init.bytes {
+			init.bytes = c.bytes
+		}
+		if init.packages == 0 || c.ms < init.ms {
+			init.ms, init.packages = c.ms, c.packages
+		}
+	}
+	t.Logf("binary %.1f MB, %d packages linked, init of %d packages: %d bytes, %.2f ms (least of 3 starts)",
+		float64(fi.Size())/1e6, packages, init.packages, init.bytes, init.ms)
+	if fi.Size() > maxBinaryBytes {
+		t.Errorf("release binary is %d bytes, budget %d", fi.Size(), maxBinaryBytes)
+	}
+	if packages > maxPackages {
+		t.Errorf("%d packages linked, budget %d (go list -deps ./cmd/catalogsync)", packages, maxPackages)
+	}
+	if init.bytes > maxInitBytes {
+		t.Errorf("initialisation allocates %d bytes, budget %d (GODEBUG=inittrace=1 catalogsync version)", init.bytes, maxInitBytes)
+	}
+}
+
+type initCost struct {
+	packages int
+	bytes    int64
+	ms       float64
+}
+
+// traceInit runs bin version with GODEBUG=inittrace=1 and sums its
+// lines: "init PKG @T ms, MS ms clock, BYTES bytes, N allocs".
+func traceInit(t *testing.T, bin string) initCost {
+	t.Helper()
+	cmd := exec.Command(bin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s version: %v\n%s", bin, err, stderr.String())
+	}
+	var c initCost
+	sc := bufio.NewScanner(&stderr)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 11 || f[0] != "init" || f[8] != "bytes," {
+			continue
+		}
+		ms, err1 := strconv.ParseFloat(f[4], 64)
+		b, err2 := strconv.ParseInt(f[7], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("unexpected inittrace line %q", sc.Text())
+		}
+		c.packages++
+		c.ms += ms
+		c.bytes += b
+	}
+	if c.packages == 0 {
+		t.Fatalf("no inittrace lines from %s:\n%s", bin, stderr.String())
+	}
+	return c
+}
