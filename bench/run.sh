@@ -10,7 +10,7 @@
 #                                 # incremental syncs of the sync step)
 #   BENCH_QUICK=1 bench/run.sh    # one iteration each, 2 s wrk runs: checks
 #                                 # the harness in a few minutes
-#   bench/run.sh sync load        # only some steps: sync, serve, load, peers, micro
+#   bench/run.sh sync load        # only some steps: sync, serve, load, peers, micro, weight
 #
 # A quick or partial run writes its documents to $TMPDIR, not to docs/
 # (BENCH_OUT=FILE chooses; the detail document goes beside it as
@@ -28,11 +28,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_steps=(sync serve load peers micro)
+all_steps=(sync serve load peers micro weight)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${all_steps[@]}")
 for s in "${steps[@]}"; do
-  case "$s" in sync|serve|load|peers|micro) ;; *) echo "bench/run.sh: unknown step $s (want: ${all_steps[*]})" >&2; exit 2 ;; esac
+  case "$s" in sync|serve|load|peers|micro|weight) ;; *) echo "bench/run.sh: unknown step $s (want: ${all_steps[*]})" >&2; exit 2 ;; esac
 done
 quick=${BENCH_QUICK:-0}
 partial=0
@@ -127,6 +127,8 @@ for s in "${steps[@]}"; do
     if [ "$quick" = 1 ]; then micro_t=1x; else micro_t=1s; fi
     run micro -run '^$' -bench . -benchmem -benchtime "$micro_t" -timeout 30m -v \
       ./sync/fbc ./storage/catalog ./handlers/content ./storage/s3 ./sync/buildindex ;;
+  weight) # the release binary: size, packages, init per start, idle serve RSS
+    run weight -run '^$' -bench '^BenchmarkWeight$' -benchtime "$serve_n" -timeout 10m -v ./bench ;;
   esac
 done
 

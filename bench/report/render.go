@@ -583,6 +583,8 @@ func fmtUnit(unit string, v float64) string {
 			return fmt.Sprintf("%.2f", v)
 		}
 		return commas(v)
+	case strings.HasSuffix(unit, "-MB"):
+		return fmt.Sprintf("%.1f MB", v)
 	case strings.HasSuffix(unit, "-MiB"):
 		return fmt.Sprintf("%.0f MiB", v)
 	case strings.HasSuffix(unit, "-ms"):

@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/catalogsync/catalogsync/internal/freeport"
+)
+
+// BenchmarkWeight weighs the release binary, built as the Dockerfile
+// builds it: its size, the packages linked, what their initialisation
+// costs at each start (GODEBUG=inittrace=1 `catalogsync version`: the
+// median time and the least bytes of the iterations) and the resident
+// memory of an idle `serve` once it answers /readyz (median). test/budget
+// holds the budget; this puts the figures beside the others of the run.
+func BenchmarkWeight(b *testing.B) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..")
+	bin := filepath.Join(b.TempDir(), "catalogsync")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/catalogsync")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	fi, err := os.Stat(bin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	list := exec.Command("go", "list", "-deps", "./cmd/catalogsync")
+	list.Dir, list.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	deps, err := list.Output()
+	if err != nil {
+		b.Fatalf("go list: %v", err)
+	}
+	var initMS, rss []float64
+	initBytes := int64(-1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ms, n := initTrace(b, bin)
+		initMS = append(initMS, ms)
+		if initBytes < 0 || n < initBytes {
+			initBytes = n
+		}
+		rss = append(rss, idleServeRSS(b, bin))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(fi.Size())/1e6, "binary-MB")
+	b.ReportMetric(float64(bytes.Count(deps, []byte("\n"))), "packages")
+	b.ReportMetric(float64(initBytes), "init-bytes")
+	b.ReportMetric(median(initMS), "init-ms")
+	b.ReportMetric(median(rss)/(1<<10), "idle-RSS-MiB")
+}
+
+// initTrace sums the inittrace lines of one start of bin version:
+// "init PKG @T ms, MS ms clock, BYTES bytes, N allocs".
+func initTrace(b *testing.B, bin string) (ms float64, n int64) {
+	cmd := exec.Command(bin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("version: %v\n%s", err, stderr.String())
+	}
+	sc := bufio.NewScanner(&stderr)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 11 || f[0] != "init" || f[8] != "bytes," {
+			continue
+		}
+		m, _ := strconv.ParseFloat(f[4], 64)
+		v, _ := strconv.ParseInt(f[7], 10, 64)
+		ms, n = ms+m, n+v
+	}
+	return ms, n
+}
+
+// idleServeRSS starts serve with an empty store and no catalog and
+// returns its VmRSS in KiB once /readyz answers 200.
+func idleServeRSS(b *testing.B, bin string) float64 {
+	addr := freeport.Addr(b)
+	cmd := exec.Command(bin, "serve", "--addr", addr)
+	cmd.Env = append(os.Environ(), "CATALOGSYNC_STORE="+b.TempDir())
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	c := &http.Client{Timeout: time.Second}
+	for i := 0; ; i++ {
+		if resp, err := c.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if i == 600 {
+			b.Fatal("serve never answered /readyz")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kib, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kib
+		}
+	}
+	b.Fatal("no VmRSS in /proc status")
+	return 0
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
