@@ -13,7 +13,7 @@ import (
 
 // BenchmarkSync syncs each catalog from the registry into a fresh local
 // store and a fresh prefix of a MinIO bucket, in the same run as its
-// gunzip floor. Each iteration runs the built `catalogsync sync` as its own
+// gunzip floor and its store floor (storeFloor). Each iteration runs the built `catalogsync sync` as its own
 // process; peak RSS is that process's VmHWM, peak anon its sampled
 // anonymous resident memory, each the highest of the iterations.
 func BenchmarkSync(b *testing.B) {
@@ -23,6 +23,7 @@ func BenchmarkSync(b *testing.B) {
 				f := setup(b)
 				img := f.image(b, c.name)
 				floor := gunzipFloor(b, img.layerFile)
+				sfloor := storeFloor(b, f, img.layerFile, backend)
 				b.SetBytes(img.fbcBytes)
 				var rss, anon int64
 				var inProcess time.Duration
@@ -53,6 +54,8 @@ func BenchmarkSync(b *testing.B) {
 				}
 				b.StopTimer()
 				reportSync(b, img.fbcBytes, rss, anon, floor, inProcess)
+				b.ReportMetric(sfloor.Seconds(), "store-floor-s")
+				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/sfloor.Seconds(), "x-store-floor")
 				for ph, d := range phases {
 					b.ReportMetric(float64(d.Microseconds())/1000/float64(b.N), ph+"-ms")
 				}

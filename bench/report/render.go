@@ -222,7 +222,7 @@ func (r *Report) missing(name string) string {
 	return ""
 }
 
-// SyncTable: wall time and throughput of each sync against its floor.
+// SyncTable: wall time and throughput of each sync against its floors.
 func (r *Report) SyncTable() string {
 	var rows [][]string
 	for _, c := range catalogs {
@@ -233,10 +233,11 @@ func (r *Report) SyncTable() string {
 				continue
 			}
 			rows = append(rows, []string{c.name, r.size(c.name), st.name,
-				r.cell(name, "ns/op"), r.cell(name, "MB/s"), r.cell(name, "gunzip-floor-s"), r.cell(name, "x-floor")})
+				r.cell(name, "ns/op"), r.cell(name, "MB/s"), r.cell(name, "gunzip-floor-s"), r.cell(name, "x-floor"),
+				r.cell(name, "store-floor-s"), r.cell(name, "x-store-floor")})
 		}
 	}
-	return table([]string{"catalog", "size", "store", "wall", "MB/s", "gunzip floor (baseline)", "× floor"}, rows)
+	return table([]string{"catalog", "size", "store", "wall", "MB/s", "gunzip floor (baseline)", "× floor", "store floor", "× store floor"}, rows)
 }
 
 // RSSTable: the sync process's peak RSS by catalog size, against tiny's:
