@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/sync/status"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -81,7 +82,7 @@ func newCluster(t *testing.T, rec *recorder, bin string) *cluster {
 	c.startMinIO()
 	c.startKube()
 	c.startRegistry()
-	rcfg, err := status.RESTConfig(c.kubeconfig)
+	rcfg, err := kubeclient.Config(c.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
