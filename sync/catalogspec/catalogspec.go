@@ -25,20 +25,20 @@ type Catalog struct {
 }
 
 // Image is an image reference as configured, parsed once. A reference
-// that does not parse is kept with its error, so a sync of it fails
-// saying why (a ClusterCatalog's spec is not checked before it is read);
-// the config file refuses it at load.
+// that does not parse is kept, so a sync of it fails saying why (a
+// ClusterCatalog's spec is not checked before it is read); the config
+// file refuses it at load. Images compare with ==.
 type Image struct {
 	s   string
 	ref ref.Ref
-	err error
+	ok  bool
 }
 
 // ParseImage parses s: "host/repo:tag", "host/repo@sha256:…" or
 // "ocidir://path:tag". Err reports a reference that does not parse.
 func ParseImage(s string) Image {
 	r, err := source.ParseRef(s)
-	return Image{s: s, ref: r, err: err}
+	return Image{s: s, ref: r, ok: err == nil}
 }
 
 // String is the reference as configured.
@@ -47,11 +47,18 @@ func (i Image) String() string { return i.s }
 // MarshalText writes the reference as configured.
 func (i Image) MarshalText() ([]byte, error) { return []byte(i.s), nil }
 
-// Err says why the reference does not parse; nil when it does.
-func (i Image) Err() error { return i.err }
+// Err says why the reference does not parse; nil when it does. Only a
+// reference that does not parse is parsed again, to say why.
+func (i Image) Err() error {
+	if i.ok {
+		return nil
+	}
+	_, err := source.ParseRef(i.s)
+	return err
+}
 
 // Ref is the parsed reference; ok is false when it does not parse.
-func (i Image) Ref() (r ref.Ref, ok bool) { return i.ref, i.err == nil }
+func (i Image) Ref() (r ref.Ref, ok bool) { return i.ref, i.ok }
 
 // Registry is the registry host of a registry image, "" for an OCI
 // layout or a reference that does not parse.

@@ -61,3 +61,17 @@ func TestImageRegistryAndPinned(t *testing.T) {
 		}
 	}
 }
+
+// Two parses of one reference are equal, whether it parses or not: a
+// ClusterCatalog whose spec did not change is not taken for a new one.
+func TestImagesOfOneReferenceAreEqual(t *testing.T) {
+	for _, s := range []string{"registry.example.test/acme/catalog:v1", "registry.example.test/Acme/catalog:v1"} {
+		a, b := catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage(s)}, catalogspec.Catalog{Name: "c", Image: catalogspec.ParseImage(s)}
+		if a != b {
+			t.Errorf("%q: two parses differ", s)
+		}
+	}
+	if catalogspec.ParseImage("registry.example.test/acme/catalog:v1") == catalogspec.ParseImage("registry.example.test/acme/catalog:v2") {
+		t.Error("two references are equal")
+	}
+}

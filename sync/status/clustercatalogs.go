@@ -43,6 +43,41 @@ type ClusterCatalogs struct {
 
 	mu   sync.RWMutex
 	subs []func(name string)
+
+	images imageCache
+}
+
+// imageCache keeps each ClusterCatalog's parsed image reference, by
+// name: every lookup reads the object again from the informer's cache,
+// and the reference is parsed only when it changed.
+type imageCache struct {
+	mu sync.Mutex
+	m  map[string]catalogspec.Image
+}
+
+func (c *imageCache) parse(name, ref string) catalogspec.Image {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if img, ok := c.m[name]; ok && img.String() == ref {
+		return img
+	}
+	img := catalogspec.ParseImage(ref)
+	if c.m == nil {
+		c.m = map[string]catalogspec.Image{}
+	}
+	c.m[name] = img
+	return img
+}
+
+func (c *imageCache) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, name)
+}
+
+// parse reads u with the image reference parsed once per change.
+func (s *ClusterCatalogs) parse(u *unstructured.Unstructured) (object, error) {
+	return parseObjectWith(u, s.images.parse)
 }
 
 // ClusterCatalogsOption configures a ClusterCatalogs.
@@ -94,6 +129,7 @@ func NewClusterCatalogs(client dynamic.Interface, opts ...ClusterCatalogsOption)
 				obj = d.Obj
 			}
 			if u, ok := obj.(*unstructured.Unstructured); ok {
+				s.images.forget(u.GetName())
 				s.notifyChange(u.GetName())
 				s.broadcast(u.GetName())
 			}
@@ -110,7 +146,7 @@ func (s *ClusterCatalogs) changed(old, obj any) {
 	if !ok {
 		return
 	}
-	o, err := parseObject(u)
+	o, err := s.parse(u)
 	if err != nil {
 		s.log.Warn("ignoring ClusterCatalog", "err", err)
 		return
@@ -180,7 +216,7 @@ func (s *ClusterCatalogs) WaitForSync(ctx context.Context) error {
 func (s *ClusterCatalogs) Synced() bool { return s.inf.HasSynced() }
 
 // Get returns the named catalog as last seen.
-func (s *ClusterCatalogs) Get(name string) (Catalog, bool) {
+func (s *ClusterCatalogs) Get(name string) (ClusterCatalog, bool) {
 	o, ok := s.get(name)
 	return o.cat, ok
 }
@@ -195,7 +231,7 @@ func (s *ClusterCatalogs) get(name string) (object, bool) {
 	if !ok {
 		return object{}, false
 	}
-	o, err := parseObject(u)
+	o, err := s.parse(u)
 	if err != nil {
 		return object{}, false
 	}
@@ -203,18 +239,18 @@ func (s *ClusterCatalogs) get(name string) (object, bool) {
 }
 
 // List returns every ClusterCatalog, sorted by name.
-func (s *ClusterCatalogs) List() []Catalog {
-	var out []Catalog
+func (s *ClusterCatalogs) List() []ClusterCatalog {
+	var out []ClusterCatalog
 	for _, item := range s.inf.GetStore().List() {
 		u, ok := item.(*unstructured.Unstructured)
 		if !ok {
 			continue
 		}
-		if o, err := parseObject(u); err == nil {
+		if o, err := s.parse(u); err == nil {
 			out = append(out, o.cat)
 		}
 	}
-	slices.SortFunc(out, func(a, b Catalog) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b ClusterCatalog) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -225,7 +261,7 @@ func (s *ClusterCatalogs) Catalogs() []catalogspec.Catalog {
 	var out []catalogspec.Catalog
 	for _, c := range s.List() {
 		if !c.Unavailable() {
-			out = append(out, c.SyncCatalog())
+			out = append(out, c.Catalog)
 		}
 	}
 	return out

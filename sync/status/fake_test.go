@@ -16,6 +16,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
@@ -26,7 +27,7 @@ import (
 // fields that two managers do not both set.
 type fakeCluster struct {
 	mu     sync.Mutex
-	cat    Catalog
+	cat    ClusterCatalog
 	rv     int
 	labels map[string]string
 	// labelApplies counts metadata applies (the label); ptrReads pointer reads.
@@ -48,7 +49,7 @@ type fakeApply struct {
 }
 
 func newFakeCluster(name, image string) *fakeCluster {
-	return &fakeCluster{cat: Catalog{Name: name, Image: image, AvailabilityMode: AvailabilityModeAvailable, Generation: 1},
+	return &fakeCluster{cat: ClusterCatalog{Catalog: catalogspec.Catalog{Name: name, Image: catalogspec.ParseImage(image)}, AvailabilityMode: AvailabilityModeAvailable, Generation: 1},
 		rv: 1, labels: map[string]string{}, applied: map[string]*Status{}}
 }
 
@@ -155,7 +156,7 @@ func (f *fakeCluster) objectLocked() *unstructured.Unstructured {
 		"metadata": map[string]any{"name": f.cat.Name, "resourceVersion": strconv.Itoa(f.rv),
 			"generation": f.cat.Generation, "labels": labels},
 		"spec": map[string]any{"availabilityMode": f.cat.AvailabilityMode,
-			"source": map[string]any{"type": SourceTypeImage, "image": map[string]any{"ref": f.cat.Image}}},
+			"source": map[string]any{"type": SourceTypeImage, "image": map[string]any{"ref": f.cat.Image.String()}}},
 		"status": status,
 	}}
 	// The Progressing condition belongs to whoever applied it last, as
@@ -200,12 +201,12 @@ func (f *fakeCluster) pointer(context.Context, string) (catalog.Pointer, error) 
 func (f *fakeCluster) publish(digest string, at time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.ptr = &catalog.Pointer{Digest: digest, Ref: f.cat.Image, ResolvedRef: "registry.test/cat@" + digest,
+	f.ptr = &catalog.Pointer{Digest: digest, Ref: f.cat.Image.String(), ResolvedRef: "registry.test/cat@" + digest,
 		ResolvedAt: at, PublishedAt: at}
 }
 
 // edit changes the spec, as a user's edit: a new generation.
-func (f *fakeCluster) edit(fn func(*Catalog)) {
+func (f *fakeCluster) edit(fn func(*ClusterCatalog)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(&f.cat)
@@ -292,7 +293,7 @@ func (r *rig) advance(d time.Duration) {
 }
 
 // edit changes the spec and tells the Writer, as the informer does.
-func (r *rig) edit(fn func(*Catalog)) {
+func (r *rig) edit(fn func(*ClusterCatalog)) {
 	r.fc.edit(fn)
 	r.w.sourceEvent("cat")
 }

@@ -324,7 +324,7 @@ func (s *service) loop(ctx context.Context) {
 				continue
 			}
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-			res, err := s.r.pl.Run(sctx, c.SyncCatalog(), append([]pipeline.Observer{s.w}, s.extra...)...)
+			res, err := s.r.pl.Run(sctx, c.Catalog, append([]pipeline.Observer{s.w}, s.extra...)...)
 			cancel()
 			if ctx.Err() != nil {
 				return

@@ -43,7 +43,7 @@ func (w *Writer) Observe(e pipeline.Event) {
 		// has none for "running", and after a failure every sync is a
 		// retry.
 		_, failedBefore := w.settledLocked(en, o)
-		en.live = liveProgress(o.cat.Image, e, gen, failedBefore)
+		en.live = liveProgress(o.cat.Image.String(), e, gen, failedBefore)
 	}
 	w.signal(en)
 }

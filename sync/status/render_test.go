@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
 
@@ -215,7 +216,7 @@ func TestRenderServingWaitsForPublish(t *testing.T) {
 			}
 		}
 		r.advance(time.Minute)
-		r.edit(func(c *Catalog) { c.Image = "registry.test/cat:v2" })
+		r.edit(func(c *ClusterCatalog) { c.Image = catalogspec.ParseImage("registry.test/cat:v2") })
 		r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
 		r.observe(pipeline.Event{Phase: pipeline.PhasePublishing, Digest: digest2})
 		r.advance(2 * time.Second)
@@ -239,7 +240,7 @@ func TestRenderUserSpecifiedUnavailable(t *testing.T) {
 	r.fc.publish(digest1, r.clock())
 	r.mustWrite()
 	checkCond(t, r, TypeServing, metav1.ConditionTrue, ReasonAvailable, "Serving "+digest1)
-	r.edit(func(c *Catalog) { c.AvailabilityMode = AvailabilityModeUnavailable })
+	r.edit(func(c *ClusterCatalog) { c.AvailabilityMode = AvailabilityModeUnavailable })
 	r.mustWrite()
 	s := checkCond(t, r, TypeServing, metav1.ConditionFalse, ReasonUserSpecifiedUnavailable, msgUserUnavailable)
 	p := checkCond(t, r, TypeProgressing, metav1.ConditionTrue, ReasonSucceeded, msgUserUnavailable)
@@ -376,7 +377,7 @@ func TestRenderAttemptKeepsItsGeneration(t *testing.T) {
 	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
 	r.mustWrite()
 	gen := r.cond(TypeProgressing).ObservedGeneration
-	r.edit(func(c *Catalog) { c.Image = "registry.test/cat:v2" })
+	r.edit(func(c *ClusterCatalog) { c.Image = catalogspec.ParseImage("registry.test/cat:v2") })
 	r.advance(2 * time.Second)
 	r.observe(pipeline.Event{Phase: pipeline.PhasePulling, Digest: digest1, Layer: 1, Layers: 1, BytesDone: 1, BytesTotal: 4e6})
 	r.mustWrite()

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -70,13 +69,12 @@ const (
 // DefaultFieldManager owns the fields the Writer applies.
 const DefaultFieldManager = "catalogsync"
 
-// Catalog is what the service needs of one ClusterCatalog.
-type Catalog struct {
-	Name string
-	// Image is spec.source.image.ref.
-	Image string
-	// PollInterval is spec.source.image.pollIntervalMinutes (0: not polled).
-	PollInterval time.Duration
+// ClusterCatalog is what the service reads of one ClusterCatalog: the
+// catalog it asks to keep synced (spec.source.image.ref, parsed once per
+// resourceVersion, and pollIntervalMinutes) and the fields only the
+// cluster has.
+type ClusterCatalog struct {
+	catalogspec.Catalog
 	// AvailabilityMode is spec.availabilityMode, "Available" when omitted.
 	AvailabilityMode string
 	// Generation is metadata.generation: it changes with the spec.
@@ -85,12 +83,7 @@ type Catalog struct {
 
 // Unavailable reports whether the user asked for the catalog not to be
 // served (spec.availabilityMode: Unavailable).
-func (c Catalog) Unavailable() bool { return c.AvailabilityMode == AvailabilityModeUnavailable }
-
-// SyncCatalog is c as the sync pipeline takes it.
-func (c Catalog) SyncCatalog() catalogspec.Catalog {
-	return catalogspec.Catalog{Name: c.Name, Image: catalogspec.ParseImage(c.Image), PollInterval: c.PollInterval}
-}
+func (c ClusterCatalog) Unavailable() bool { return c.AvailabilityMode == AvailabilityModeUnavailable }
 
 // Status is a ClusterCatalog's status, the fields the Writer owns.
 type Status struct {
@@ -131,7 +124,7 @@ func (s *Status) Condition(t string) *metav1.Condition {
 
 // object is what the ClusterCatalogs keeps of one ClusterCatalog.
 type object struct {
-	cat     Catalog
+	cat     ClusterCatalog
 	rv      string
 	labeled bool
 	status  *Status // nil when the object has no status, or it does not parse
@@ -172,6 +165,12 @@ func managedBy(u *unstructured.Unstructured) (other, progressOwner string) {
 // parseObject reads the fields the service uses. A malformed spec is an
 // error: the apiserver validates the CRD, so it means a different schema.
 func parseObject(u *unstructured.Unstructured) (object, error) {
+	return parseObjectWith(u, func(_, ref string) catalogspec.Image { return catalogspec.ParseImage(ref) })
+}
+
+// parseObjectWith is parseObject with the image reference parsed by
+// image (the catalog's name and its reference).
+func parseObjectWith(u *unstructured.Unstructured, image func(name, ref string) catalogspec.Image) (object, error) {
 	o := object{rv: u.GetResourceVersion()}
 	o.other, o.progressOwner = managedBy(u)
 	o.cat.Name = u.GetName()
@@ -181,7 +180,7 @@ func parseObject(u *unstructured.Unstructured) (object, error) {
 	if err != nil {
 		return o, fmt.Errorf("%w: %s: spec.source.image.ref: %v", ErrMalformed, o.cat.Name, err)
 	}
-	o.cat.Image = ref
+	o.cat.Image = image(o.cat.Name, ref)
 	if v, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "source", "image", "pollIntervalMinutes"); err == nil && found {
 		var minutes float64
 		switch n := v.(type) {
