@@ -16,8 +16,10 @@ type Query struct {
 	Schema, Package, Name string
 }
 
-// Catalog is opened content, ready to answer queries. It is immutable and
-// safe for concurrent use; the index is held in memory.
+// Catalog is a published catalog's content, opened from the store and
+// ready to answer queries: what was synced, not what to sync (that is
+// sync/catalogspec.Catalog). It is immutable and safe for concurrent use;
+// the index is held in memory.
 type Catalog struct {
 	Name string
 	// Pointer is the pointer Open followed (zero after OpenDigest).
