@@ -252,6 +252,10 @@ func (c *serveCmd) buildHTTP(s *server) error {
 	if sf.profile, err = tlsprofile.Parse(c.TLSProfile, c.TLSCustomMin, c.TLSCustomCipher); err != nil {
 		return usageError{fmt.Sprintf("%v (--tls-profile %s)", err, c.TLSProfile)}
 	}
+	if c.TLSCert == "" && (c.TLSProfile != "intermediate" || c.TLSCustomMin != "" || c.TLSCustomCipher != "") {
+		// Ignoring the profile would serve plain HTTP to someone who asked for TLS 1.3.
+		return usageError{"--tls-profile and --tls-custom-* apply to HTTPS: give --tls-cert-file and --tls-key-file too"}
+	}
 	if s.tlsR, err = sf.tlsReloader(s.log); err != nil {
 		return usageError{err.Error()}
 	}

@@ -123,6 +123,8 @@ func TestServeTLSProfileRefusedAtStart(t *testing.T) {
 			`TLS settings: unknown cipher "ECDHE-RSA-AES128-GCM-SHA256": want Go's TLS 1.2 cipher suite names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (--tls-profile custom)`},
 		{[]string{"--tls-profile", "old"}, `TLS settings: unknown profile "old": want one of intermediate, modern, custom`},
 		{[]string{"--tls-profile", "modern", "--tls-custom-version", "TLSv1.2"}, "a minimum version and ciphers are set with the custom profile only"},
+		{[]string{"--tls-profile", "modern"}, "--tls-profile and --tls-custom-* apply to HTTPS: give --tls-cert-file and --tls-key-file too"},
+		{[]string{"--tls-profile", "custom", "--tls-custom-version", "TLSv1.3"}, "apply to HTTPS: give --tls-cert-file"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(t, append([]string{"serve", "--store", dir, "--addr", "127.0.0.1:0", "--no-docker-config"}, c.args...)...)
