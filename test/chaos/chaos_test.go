@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	flagDuration = flag.Duration("chaos.duration", 75*time.Second, "how long the nemesis injects faults")
+	flagDuration = flag.Duration("chaos.duration", 60*time.Second, "how long the nemesis injects faults")
 	flagSeed     = flag.Uint64("chaos.seed", 1, "seed of the fault schedule and the workload")
 	flagHistory  = flag.String("chaos.history", "", "write the recorded history (JSON lines) to this file")
 )
