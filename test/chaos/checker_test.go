@@ -74,7 +74,7 @@ func index(ops []op) *history {
 }
 
 // check runs every invariant over ops and returns what it found, and how
-// many reads were staler than the strict reading allows but
+// many reads were staler than the strict reading of invariant 2 allows but
 // within the documented bound (staleBound, or a replica cut from the
 // store).
 func check(ops []op) (found []anomaly, tolerated int) {
