@@ -130,15 +130,24 @@ func (c *cluster) startMinIO() {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(c.minio.stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s3c := awss3.New(awss3.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String("http://" + h.ip + ":9000"), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(s3User, s3Secret, ""),
 		HTTPClient:  nsClient(h.ns, 30*time.Second),
 	})
-	if _, err := s3c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		c.t.Fatalf("create bucket: %v", err)
+	// MinIO answers its readiness probe before its object layer is up
+	// (503 XMinioServerNotInitialized) on a busy machine: retry, bounded.
+	for {
+		_, err := s3c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(bucket)})
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			c.t.Fatalf("create bucket: %v", err)
+		}
+		sleep(ctx, time.Second)
 	}
 }
 
