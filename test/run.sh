@@ -40,7 +40,7 @@ fi
 # would check only the harness while slowing every scenario: they run
 # plainly. Their scenarios mostly wait on those processes, so they run
 # beside the race-checked packages, which mostly compute.
-plain=(./bench ./test/deploy ./test/e2e ./test/hostile ./test/imagebuild ./test/load ./test/oracle)
+plain=(./bench ./test/chaos ./test/deploy ./test/e2e ./test/hostile ./test/imagebuild ./test/load ./test/oracle)
 mapfile -t raced < <(go list ./... | grep -v -x -F -f <(go list "${plain[@]}"))
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
