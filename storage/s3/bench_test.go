@@ -50,7 +50,7 @@ func BenchmarkPut(b *testing.B) {
 		open func(b *testing.B) storage.Store
 	}{
 		{"s3", func(b *testing.B) storage.Store {
-			m := servers.StartMinIO(b)
+			m := servers.SharedMinIO(b)
 			return newTestStore(b, minioConfig(m, newBucket(b, m)))
 		}},
 		{"fs", func(b *testing.B) storage.Store {
@@ -101,7 +101,7 @@ func BenchmarkPut(b *testing.B) {
 //
 //	go test ./storage/s3 -run '^$' -bench CopyRange -benchtime 3x
 func BenchmarkCopyRange(b *testing.B) {
-	m := servers.StartMinIO(b)
+	m := servers.SharedMinIO(b)
 	s := newTestStore(b, minioConfig(m, newBucket(b, m)))
 	ctx := context.Background()
 	block := make([]byte, 1<<20+13)

@@ -49,7 +49,7 @@ func secondPut(answer func(w http.ResponseWriter)) servers.Fault {
 // writes (publishing could not be atomic there), and removes its probe
 // in every outcome.
 func TestNewChecksConditionalWrites(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	cases := []struct {
 		name   string
 		answer func(w http.ResponseWriter)
@@ -92,7 +92,7 @@ func TestNewChecksConditionalWrites(t *testing.T) {
 // Credentials that may write but not list are refused for the list, and
 // the probe written while the list was asked for is removed.
 func TestNewWriteOnlyCredentials(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	bucket := newBucket(t, m)
 	cfg := minioConfig(m, bucket)
 	cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken = sessionCredentials(t, m, bucket, "s3:PutObject", "s3:DeleteObject")

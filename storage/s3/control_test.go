@@ -15,7 +15,7 @@ import (
 // against a far S3 every request is a round trip. Timed by the metrics
 // wrapper (serve's store) too.
 func TestControlReadIsOneRequest(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
 	cfg := minioConfig(m, newBucket(t, m))
 	cfg.Endpoint = proxy.URL

@@ -22,7 +22,7 @@ import (
 // below a part and as ceil(size/part) parts from there, with one part or
 // three at a time; a stream and a bytes.Reader alike.
 func TestPutPartBoundaries(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	bucket := newBucket(t, m)
 	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
 	const part = 5 << 20
@@ -84,7 +84,7 @@ func checkStored(t *testing.T, s *Store, key string, size int64) {
 // A part whose request fails (an error status, a reset connection) is
 // sent again from its slot of the scratch file, and the object is whole.
 func TestPutRetriesPartFromScratch(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
 	cfg := minioConfig(m, newBucket(t, m))
 	cfg.Endpoint, cfg.PartSize = proxy.URL, 5<<20
@@ -105,7 +105,7 @@ func TestPutRetriesPartFromScratch(t *testing.T) {
 // nothing of it is in TempDir to be left behind. A TempDir that cannot be
 // written fails the Put before any upload begins.
 func TestPutScratchIsUnlinked(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
 	cfg := minioConfig(m, newBucket(t, m))
 	cfg.Endpoint, cfg.TempDir = proxy.URL, t.TempDir()
@@ -173,7 +173,7 @@ func (r *noiseReader) Read(p []byte) (int, error) {
 // the others go through) are completed in part order, with their
 // checksums.
 func TestPutPartsCompleteInOrder(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
 	cfg := minioConfig(m, newBucket(t, m))
 	cfg.Endpoint, cfg.PartSize, cfg.Concurrency = proxy.URL, 5<<20, 3
@@ -189,7 +189,7 @@ func TestPutPartsCompleteInOrder(t *testing.T) {
 // No more than Concurrency parts are ever sent at once: each is held at
 // the proxy a while, so that more would overlap if allowed.
 func TestPutSendsAtMostConcurrencyParts(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
 	var mu sync.Mutex
 	inFlight, most := 0, 0
@@ -227,7 +227,7 @@ func TestPutSendsAtMostConcurrencyParts(t *testing.T) {
 // the last part exactly goes up. (S3's bound, 10,000 parts, is lowered to
 // two: at the smallest part size it is 48.8 GiB.)
 func TestPutStopsAtMaxParts(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	bucket := newBucket(t, m)
 	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
 	const part = 5 << 20

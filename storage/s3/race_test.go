@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
@@ -50,17 +47,10 @@ func digestOf(s string) string {
 // readers racing with them always read a complete catalog; GC afterwards
 // leaves exactly what its policy keeps, and no upload behind.
 func TestConcurrentPublishersAndReaders(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bucket := "race"
-	admin := awss3.New(awss3.Options{
-		Region: m.Region, BaseEndpoint: aws.String(m.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(m.AccessKey, m.SecretKey, ""),
-	})
-	if _, err := admin.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
+	bucket := m.NewBucket(t)
 	s, err := s3.New(ctx, s3.Config{
 		Bucket: bucket, Endpoint: m.Endpoint, Region: m.Region, PathStyle: true,
 		AccessKeyID: m.AccessKey, SecretAccessKey: m.SecretKey, PartSize: 5 << 20,

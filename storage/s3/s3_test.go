@@ -20,7 +20,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	t.Run("bucket", func(t *testing.T) {
 		storagetest.Run(t, func(t *testing.T) storage.Store {
 			return newTestStore(t, minioConfig(m, newBucket(t, m)))
@@ -46,7 +46,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestPrefixesShareABucket(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	ctx := testCtx(t)
 	bucket := newBucket(t, m)
 	stores := map[string]*Store{}
@@ -92,7 +92,7 @@ func TestPrefixesShareABucket(t *testing.T) {
 }
 
 func TestNewRefusesBadSetups(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	bucket := newBucket(t, m)
 	ctx := testCtx(t)
 
@@ -189,7 +189,7 @@ func isolateSDKEnv(t *testing.T) {
 
 // A failed or cancelled multipart Put aborts its upload: no parts stay.
 func TestFailedPutAbortsUpload(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	bucket := newBucket(t, m)
 	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
 	cfg := minioConfig(m, bucket)
@@ -252,7 +252,7 @@ func (r *cancellingReader) Read(p []byte) (int, error) {
 // An upload whose writer died (begun here straight through the API) is
 // listed with its size, kept while young and aborted once stale.
 func TestStaleUploads(t *testing.T) {
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	bucket := newBucket(t, m)
 	ctx := testCtx(t)
 	admin := adminClient(m)
@@ -327,7 +327,7 @@ func TestPutMemoryFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("uploads 240 MB")
 	}
-	m := servers.StartMinIO(t)
+	m := servers.SharedMinIO(t)
 	s := newTestStore(t, minioConfig(m, newBucket(t, m)))
 	ctx := testCtx(t)
 	peaks := map[int64]uint64{}
