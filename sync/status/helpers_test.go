@@ -44,9 +44,43 @@ type cluster struct {
 	res  dynamic.NamespaceableResourceInterface
 }
 
+// sharedCRD installs the CRD once in the package's shared apiserver.
+var sharedCRD struct {
+	once      sync.Once
+	installed bool
+}
+
+// startCluster returns the kube-apiserver the package's tests share, with
+// the CRD installed: starting one takes longer than most tests here. Each
+// test starts with no ClusterCatalog and leaves none behind, since a
+// Writer or a ClusterCatalogs sees every object in the cluster. Tests are
+// not run in parallel with each other here.
 func startCluster(t testing.TB) *cluster {
 	t.Helper()
-	k := servers.StartKube(t)
+	c := newCluster(t, servers.SharedKube(t))
+	sharedCRD.once.Do(func() {
+		c.installCRD(t)
+		sharedCRD.installed = true
+	})
+	if !sharedCRD.installed {
+		t.Fatal("CRD not installed in the shared apiserver (see the first test that asked for it)")
+	}
+	c.deleteAll(t)
+	t.Cleanup(func() { c.deleteAll(t) })
+	return c
+}
+
+// startOwnCluster starts an apiserver for one test alone: for a test that
+// stops or restarts it.
+func startOwnCluster(t testing.TB) *cluster {
+	t.Helper()
+	c := newCluster(t, servers.StartKube(t))
+	c.installCRD(t)
+	return c
+}
+
+func newCluster(t testing.TB, k *servers.KubeAPIServer) *cluster {
+	t.Helper()
 	cfg, err := kubeclient.Config(k.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -55,9 +89,33 @@ func startCluster(t testing.TB) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{kube: k, dyn: dyn, res: dyn.Resource(GVR)}
-	c.installCRD(t)
-	return c
+	return &cluster{kube: k, dyn: dyn, res: dyn.Resource(GVR)}
+}
+
+// deleteAll deletes every ClusterCatalog, finalizers and all, and waits
+// until none is left.
+func (c *cluster) deleteAll(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		l, err := c.res.List(ctx, metav1.ListOptions{})
+		if err == nil && len(l.Items) == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("ClusterCatalogs left in the shared apiserver: %v", err)
+		}
+		if err == nil {
+			for _, u := range l.Items {
+				if len(u.GetFinalizers()) > 0 {
+					removeFinalizers(c, u.GetName())
+				}
+				_ = c.res.Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

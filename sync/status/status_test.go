@@ -385,7 +385,7 @@ func testDeleted(t *testing.T, c *cluster, r *registry) {
 // An apiserver outage during a sync does not hold the sync up; the status
 // catches up once the apiserver is back.
 func TestStatusCatchesUpAfterAPIServerOutage(t *testing.T) {
-	c := startCluster(t)
+	c := startOwnCluster(t)
 	r := startRegistry(t)
 	img := catalogImage(t, "community-v4.21-3pkgs")
 	ref, digest := r.push("outage/catalog:v1", img)
