@@ -51,6 +51,9 @@ func waitGCPasses(t *testing.T, n int, logs ...*logbuf.Buffer) {
 // rolling update), all with GC every second and no grace: every
 // published catalog survives.
 func TestServeGCKeepsWhatItDoesNotKnow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: real 1 s GC timers in four replicas; storage/catalog's TestGC and TestGCSeesContentAfterMarks cover the rule")
+	}
 	t.Parallel()
 	store := t.TempDir()
 	names := []string{"alpha", "beta", "gamma"}
