@@ -17,6 +17,7 @@ var repo = sync.OnceValues(func() (*Checker, error) { return New(filepath.Join("
 // identifier in their text, names a package, type, function, method or
 // field that exists.
 func TestDocLinksResolve(t *testing.T) {
+	skipShort(t)
 	c, err := repo()
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +34,7 @@ func TestDocLinksResolve(t *testing.T) {
 // The Go identifiers and the repository paths the docs name in code spans
 // exist.
 func TestDocsNameWhatExists(t *testing.T) {
+	skipShort(t)
 	c, err := repo()
 	if err != nil {
 		t.Fatal(err)
@@ -81,5 +83,14 @@ func TestCheckerFindsStaleReferences(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// skipShort keeps the type-check of the whole module (4 s here, quiet)
+// out of the unit tier; test/run.sh runs it.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: type-checking the whole module runs in the full suite (test/run.sh)")
 	}
 }
