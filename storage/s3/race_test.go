@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -47,7 +46,9 @@ func digestOf(s string) string {
 // readers racing with them always read a complete catalog; GC afterwards
 // leaves exactly what its policy keeps, and no upload behind.
 func TestConcurrentPublishersAndReaders(t *testing.T) {
-	m := servers.SharedMinIO(t)
+	// A MinIO of its own: the package's other objects in a shared one slow
+	// its listings, and this test is the package's longest.
+	m := servers.StartMinIO(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bucket := m.NewBucket(t)
