@@ -48,6 +48,11 @@ func settledCatalog(t *testing.T, addr, name, state string) (catalogState, strin
 	var v catalogState
 	var body string
 	eventually(t, name+" settled "+state, 90*time.Second, func() bool {
+		// 404 until the catalog reaches the server: a ClusterCatalog
+		// arrives through the watch, after kubectl has returned.
+		if code, _ := do(t, "GET", "http://"+addr+"/api/v1/catalogs/"+name, "", nil); code == 404 {
+			return false
+		}
 		v, body = getCatalog(t, addr, name)
 		return v.Running == nil && v.Queued == nil && v.LastSync != nil && v.LastSync.State == state
 	})
