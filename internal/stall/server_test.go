@@ -25,7 +25,7 @@ func TestResponses(t *testing.T) {
 	// d is long against the readers' pace (a MiB every d/10), so a busy
 	// machine that stalls the test's reader for a while is no stalled
 	// client.
-	const d = 2 * time.Second
+	const d = 10 * time.Second
 	chunk := bytes.Repeat([]byte("x"), 64<<10)
 	done := make(chan error, 1)
 	srv := httptest.NewServer(Responses(d)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
