@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -154,26 +153,7 @@ func (p *proc) tail(n int) string {
 
 // httpReady wants 200 from url, asked from inside ns.
 func httpReady(ns, url string, header http.Header) func(context.Context) error {
-	c := nsClient(ns, 5*time.Second)
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		for k, v := range header {
-			req.Header[k] = v
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-		}
-		return nil
-	}
+	return servers.HTTPReady(nsClient(ns, 5*time.Second), url, header)
 }
 
 // nsTransport is an HTTP transport whose connections start in ns; TLS is

@@ -145,9 +145,9 @@ func startCatalogsync(t testing.TB, addr string, args, env []string) *Catalogsyn
 func (c *Catalogsync) ready(ctx context.Context) error {
 	if strings.HasPrefix(c.URL, "https://") {
 		// Readiness only: the tests check the certificate themselves.
-		return httpReady(insecureClient, c.URL+"/readyz", nil)(ctx)
+		return HTTPReady(insecureClient, c.URL+"/readyz", nil)(ctx)
 	}
-	return httpReady(plainClient, c.URL+"/readyz", nil)(ctx)
+	return HTTPReady(plainClient, c.URL+"/readyz", nil)(ctx)
 }
 
 var insecureClient = &http.Client{

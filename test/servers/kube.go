@@ -76,7 +76,7 @@ func StartKube(t testing.TB) *KubeAPIServer {
 			boundLine: `"address":"` + strings.TrimPrefix(client, "http://") + `"`,
 		}
 	}, etcdReadyTimeout, func(ctx context.Context) error {
-		return httpReady(plainClient, k.EtcdURL+"/health", nil)(ctx)
+		return HTTPReady(plainClient, k.EtcdURL+"/health", nil)(ctx)
 	})
 	if err != nil {
 		t.Fatalf("servers: starting etcd: %v", err)
@@ -136,7 +136,7 @@ var kubeClient = &http.Client{
 }
 
 func (k *KubeAPIServer) ready(ctx context.Context) error {
-	return httpReady(kubeClient, k.URL+"/readyz", http.Header{"Authorization": {"Bearer " + k.Token}})(ctx)
+	return HTTPReady(kubeClient, k.URL+"/readyz", http.Header{"Authorization": {"Bearer " + k.Token}})(ctx)
 }
 
 // Client returns an HTTP client for URL: it skips TLS verification and sends

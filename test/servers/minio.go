@@ -78,7 +78,7 @@ func StartMinIO(t testing.TB) *MinIO {
 // ready wants the liveness probe and then an S3 request that is not refused
 // with 503: MinIO answers /minio/health/live before its object layer is up.
 func (m *MinIO) ready(ctx context.Context) error {
-	if err := httpReady(plainClient, m.Endpoint+"/minio/health/live", nil)(ctx); err != nil {
+	if err := HTTPReady(plainClient, m.Endpoint+"/minio/health/live", nil)(ctx); err != nil {
 		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.Endpoint+"/", nil)

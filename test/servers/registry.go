@@ -143,7 +143,7 @@ func (r *Registry) writeConfig(rc registryConfig) error {
 }
 
 func (r *Registry) ready(ctx context.Context) error {
-	return httpReady(r.rc.client(), r.URL+"/v2/", r.rc.readyHeader())(ctx)
+	return HTTPReady(r.rc.client(), r.URL+"/v2/", r.rc.readyHeader())(ctx)
 }
 
 // Stop stops the registry (SIGTERM, then SIGKILL); Start brings it back on

@@ -360,8 +360,8 @@ func (p *process) restart(timeout time.Duration, ready func(context.Context) err
 	return nil
 }
 
-// httpReady returns a readiness check that wants status 200 from url.
-func httpReady(client *http.Client, url string, header http.Header) func(context.Context) error {
+// HTTPReady returns a readiness check that wants status 200 from url.
+func HTTPReady(client *http.Client, url string, header http.Header) func(context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
