@@ -199,7 +199,7 @@ func printGCReport(w io.Writer, where string, rep catalog.GCReport) {
 		if !it.InactiveSince.IsZero() {
 			since = "inactive since " + it.InactiveSince.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", action, it.Catalog, what, gcBytes(it.Bytes), it.Reason, since)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", action, it.Catalog, what, humanBytes(it.Bytes), it.Reason, since)
 	}
 	for _, it := range rep.Deleted {
 		line(deleted, it)
@@ -209,20 +209,8 @@ func printGCReport(w io.Writer, where string, rep catalog.GCReport) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%s %d (%s), kept %d (%s), non-current content left %s\n",
-		deleted, len(rep.Deleted), gcBytes(rep.DeletedBytes), len(rep.Kept), gcBytes(rep.KeptBytes), gcBytes(rep.InactiveBytes))
+		deleted, len(rep.Deleted), humanBytes(rep.DeletedBytes), len(rep.Kept), humanBytes(rep.KeptBytes), humanBytes(rep.InactiveBytes))
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
-}
-
-func gcBytes(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d B", n)
 }
