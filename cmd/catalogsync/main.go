@@ -370,8 +370,9 @@ func formatCounts(m map[string]int) string {
 }
 
 type pollCmd struct {
-	commonFlags `embed:""`
-	configFlag  `embed:""`
+	commonFlags     `embed:""`
+	configFlag      `embed:""`
+	pullSecretFlags `embed:""`
 }
 
 // run syncs, once, every configured catalog whose poll is due (from
@@ -392,6 +393,9 @@ func (c *pollCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	}
 	defer closeStore(store)
 	c.sigs = cfg.signatures()
+	if c.creds, err = startPullSecret(ctx, c.PullSecret, c.Kubeconfig, log); err != nil {
+		return err
+	}
 	pl, src, err := c.pipeline(log, store, cfg.Registries)
 	if err != nil {
 		return err

@@ -74,28 +74,37 @@ func TestSyncConfigNamesTheFilesCatalogs(t *testing.T) {
 	}
 }
 
-// sync --pull-secret reads the registry's credentials from a
-// kubernetes.io/dockerconfigjson Secret on a real kube-apiserver, as
-// serve does: without it the private registry refuses the sync, with it
-// the catalog is published.
+// sync --pull-secret and poll --pull-secret read the registry's
+// credentials from a kubernetes.io/dockerconfigjson Secret on a real
+// kube-apiserver, as serve does: without it the private registry refuses
+// the sync, with it the catalog is published.
 func TestSyncPullSecret(t *testing.T) {
 	const user, pass = "reader", "pull-Pw-7f20ab"
 	reg, ca, digest := privateRegistry(t, user, pass)
 	kube := servers.StartKube(t)
 	kubectlOn(t, kube)("", "create", "secret", "docker-registry", "regcred", "--docker-server", reg.Host, "--docker-username", user, "--docker-password", pass)
-	cfg := writeServeConfig(t, fmt.Sprintf("storage: {dir: %s}\ncatalogs:\n- name: private\n  image: %s/acme/private:v1\nregistries:\n- name: %s\n  caFile: %s\n",
-		t.TempDir(), reg.Host, reg.Host, ca.CertFile))
-	args := []string{"sync", "--config", cfg, "--name", "private", "--no-docker-config", "--kubeconfig", kube.Kubeconfig}
-
-	code, out, stderr := runCLI(t, args...)
-	if code != 1 || !strings.Contains(stderr, "AuthenticationFailed") {
-		t.Fatalf("without the pull secret: exit %d, want 1 with AuthenticationFailed\n%s%s", code, out, stderr)
-	}
-	code, out, stderr = runCLI(t, append(args, "--pull-secret", "default/regcred")...)
-	if code != 0 || !strings.Contains(out, "Published "+digest) {
-		t.Fatalf("with the pull secret: exit %d, want it published\n%s%s", code, out, stderr)
-	}
-	if strings.Contains(out+stderr, pass) {
-		t.Error("the output shows the password")
+	for _, tc := range []struct {
+		cmd       []string
+		published string
+	}{
+		{[]string{"sync", "--name", "private"}, "Published " + digest},
+		{[]string{"poll"}, "private: Published " + digest},
+	} {
+		t.Run(tc.cmd[0], func(t *testing.T) {
+			cfg := writeServeConfig(t, fmt.Sprintf("storage: {dir: %s}\ncatalogs:\n- name: private\n  image: %s/acme/private:v1\nregistries:\n- name: %s\n  caFile: %s\n",
+				t.TempDir(), reg.Host, reg.Host, ca.CertFile))
+			args := append(tc.cmd, "--config", cfg, "--no-docker-config", "--kubeconfig", kube.Kubeconfig)
+			code, out, stderr := runCLI(t, args...)
+			if code != 1 || !strings.Contains(out+stderr, "AuthenticationFailed") {
+				t.Fatalf("without the pull secret: exit %d, want 1 with AuthenticationFailed\n%s%s", code, out, stderr)
+			}
+			code, out, stderr = runCLI(t, append(args, "--pull-secret", "default/regcred")...)
+			if code != 0 || !strings.Contains(out, tc.published) {
+				t.Fatalf("with the pull secret: exit %d, want %q\n%s%s", code, tc.published, out, stderr)
+			}
+			if strings.Contains(out+stderr, pass) {
+				t.Error("the output shows the password")
+			}
+		})
 	}
 }
