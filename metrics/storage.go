@@ -147,3 +147,19 @@ func (tc timedCleaner) RemoveLeftovers(ctx context.Context, prefix string, older
 	tc.t.observe(ctx, "remove_leftovers", start, err)
 	return infos, err
 }
+
+// PutHeaders is timed as a put; the headers reach s where it keeps them.
+func (t *timedStore) PutHeaders(ctx context.Context, key string, r io.Reader, h storage.Headers) (storage.Info, error) {
+	start := time.Now()
+	info, err := storage.PutHeaders(ctx, t.s, key, r, h)
+	t.observe(ctx, "put", start, err)
+	return info, err
+}
+
+// Copy is timed as a copy, inside s where it can (storage.Copy).
+func (t *timedStore) Copy(ctx context.Context, dst, src string, h storage.Headers) (storage.Info, error) {
+	start := time.Now()
+	info, err := storage.Copy(ctx, t.s, dst, src, h)
+	t.observe(ctx, "copy", start, err)
+	return info, err
+}

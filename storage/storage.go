@@ -91,6 +91,62 @@ func GetInfo(ctx context.Context, s Store, key string, offset, length int64) (io
 	return rc, in, nil
 }
 
+// Headers are what an HTTP GET of an object answers with besides its
+// bytes, for stores that HTTP clients read directly (an S3 bucket, or a
+// web server in front of a directory).
+type Headers struct {
+	ContentType     string
+	ContentEncoding string
+}
+
+// HeaderPutter is implemented by stores that keep headers with an object:
+// S3 answers a GET with the Content-Type and Content-Encoding it was
+// written with. A store without it serves what its reader decides (a web
+// server in front of the fs backend: its own configuration).
+type HeaderPutter interface {
+	// PutHeaders is Put, storing h with the object.
+	PutHeaders(ctx context.Context, key string, r io.Reader, h Headers) (Info, error)
+}
+
+// PutHeaders writes r under key as Put does, with h where s keeps headers.
+func PutHeaders(ctx context.Context, s Store, key string, r io.Reader, h Headers) (Info, error) {
+	if p, ok := s.(HeaderPutter); ok {
+		return p.PutHeaders(ctx, key, r, h)
+	}
+	return s.Put(ctx, key, r)
+}
+
+// ErrCopyUnsupported is returned by Copier.Copy for an object the store
+// cannot copy itself (S3's CopyObject stops at 5 GiB): Copy then streams it.
+var ErrCopyUnsupported = errors.New("store cannot copy this object itself")
+
+// Copier is implemented by stores that copy an object without its bytes
+// passing through this process: S3's CopyObject, a hard link on fs.
+type Copier interface {
+	// Copy replaces dst with the bytes of src and the headers h, readers
+	// of dst seeing the old object or the new one as with Put. A missing
+	// src is ErrNotExist.
+	Copy(ctx context.Context, dst, src string, h Headers) (Info, error)
+}
+
+// Copy replaces dst with a copy of src carrying h: inside the store where
+// s is a Copier that can, else streamed through this process (memory
+// stays that of one buffer whatever the size).
+func Copy(ctx context.Context, s Store, dst, src string, h Headers) (Info, error) {
+	if c, ok := s.(Copier); ok {
+		in, err := c.Copy(ctx, dst, src, h)
+		if !errors.Is(err, ErrCopyUnsupported) {
+			return in, err
+		}
+	}
+	rc, err := s.Get(ctx, src, 0, -1)
+	if err != nil {
+		return Info{}, err
+	}
+	defer rc.Close()
+	return PutHeaders(ctx, s, dst, rc, h)
+}
+
 // ValidKey reports whether key is a clean relative slash path that stays
 // inside the store.
 func ValidKey(key string) bool {

@@ -55,6 +55,7 @@ type Store struct {
 var (
 	_ storage.Store      = (*Store)(nil)
 	_ storage.InfoGetter = (*Store)(nil)
+	_ storage.Copier     = (*Store)(nil)
 )
 
 // New opens (creating it if needed) the directory root as a store.

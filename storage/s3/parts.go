@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/catalogsync/catalogsync/storage"
 )
 
 // Uploads are written here rather than with the SDK's transfer manager,
@@ -33,10 +35,10 @@ const crc32 = types.ChecksumAlgorithmCrc32
 // putStream uploads r under full and returns its ETag and size: one
 // PutObject when r ends within a part (a small one already in memory is
 // sent from there), else a multipart upload.
-func (s *Store) putStream(ctx context.Context, full string, r io.Reader) (string, int64, error) {
+func (s *Store) putStream(ctx context.Context, full string, r io.Reader, h storage.Headers) (string, int64, error) {
 	if br, ok := r.(*bytes.Reader); ok && int64(br.Len()) < s.partSize {
 		n := int64(br.Len())
-		tag, err := s.putObject(ctx, full, br, n)
+		tag, err := s.putObject(ctx, full, br, n, h)
 		return tag, n, err
 	}
 	f, err := s.scratch()
@@ -51,11 +53,12 @@ func (s *Store) putStream(ctx context.Context, full string, r io.Reader) (string
 		return "", 0, err
 	}
 	if n < s.partSize {
-		tag, err := s.putObject(ctx, full, io.NewSectionReader(f, 0, n), n)
+		tag, err := s.putObject(ctx, full, io.NewSectionReader(f, 0, n), n, h)
 		return tag, n, err
 	}
 	created, err := s.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(full), ChecksumAlgorithm: crc32,
+		ContentType: optional(h.ContentType), ContentEncoding: optional(h.ContentEncoding),
 	})
 	if err != nil {
 		return "", 0, err
@@ -69,10 +72,11 @@ func (s *Store) putStream(ctx context.Context, full string, r io.Reader) (string
 	return tag, cr.n, nil
 }
 
-func (s *Store) putObject(ctx context.Context, full string, body io.ReadSeeker, n int64) (string, error) {
+func (s *Store) putObject(ctx context.Context, full string, body io.ReadSeeker, n int64, h storage.Headers) (string, error) {
 	out, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(full),
 		Body: body, ContentLength: aws.Int64(n), ChecksumAlgorithm: crc32,
+		ContentType: optional(h.ContentType), ContentEncoding: optional(h.ContentEncoding),
 	})
 	if err != nil {
 		return "", err
@@ -212,4 +216,12 @@ func (u *upload) abort(ctx context.Context) {
 	_, _ = u.s.client.AbortMultipartUpload(actx, &awss3.AbortMultipartUploadInput{
 		Bucket: aws.String(u.s.bucket), Key: aws.String(u.key), UploadId: u.id,
 	})
+}
+
+// optional is nil for "", so an unset header is not sent at all.
+func optional(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return aws.String(v)
 }

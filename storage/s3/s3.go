@@ -136,11 +136,14 @@ type Store struct {
 	concurrency int
 	tempDir     string
 	maxParts    int32 // S3's maxParts; lower in tests
+	maxCopy     int64 // the largest object CopyObject takes; lower in tests
 }
 
 var (
-	_ storage.Store      = (*Store)(nil)
-	_ storage.InfoGetter = (*Store)(nil)
+	_ storage.Store        = (*Store)(nil)
+	_ storage.InfoGetter   = (*Store)(nil)
+	_ storage.HeaderPutter = (*Store)(nil)
+	_ storage.Copier       = (*Store)(nil)
 )
 
 // New connects to the bucket and checks, before returning, that it exists,
@@ -235,7 +238,7 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 		o.UsePathStyle = cfg.PathStyle
 	})
 	return &Store{client: client, bucket: cfg.Bucket, prefix: prefix,
-		partSize: cfg.PartSize, concurrency: cfg.Concurrency, tempDir: cfg.TempDir, maxParts: maxParts}, nil
+		partSize: cfg.PartSize, concurrency: cfg.Concurrency, tempDir: cfg.TempDir, maxParts: maxParts, maxCopy: maxCopy}, nil
 }
 
 // check probes what New promises: list, create-only write (twice: the
@@ -355,7 +358,7 @@ func classify(err error) error {
 // A write refused for permission is also storage.ErrDenied.
 func wrap(ctx context.Context, op, key string, err error) error {
 	if c := classify(err); c != nil {
-		if errors.Is(c, ErrAccessDenied) && (op == "put" || op == "putif" || op == "delete") {
+		if errors.Is(c, ErrAccessDenied) && (op == "put" || op == "putif" || op == "delete" || op == "copy") {
 			c = fmt.Errorf("%w: %w", c, storage.ErrDenied)
 		}
 		err = fmt.Errorf("%w: %w", c, err)
@@ -386,13 +389,19 @@ func ifMatch(e string) string {
 // Put implements storage.Store. The stream goes up in parts of PartSize;
 // on any failure the multipart upload is aborted, so nothing appears.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) (storage.Info, error) {
+	return s.PutHeaders(ctx, key, r, storage.Headers{})
+}
+
+// PutHeaders implements storage.HeaderPutter: Put, the object answering
+// GETs with h's Content-Type and Content-Encoding.
+func (s *Store) PutHeaders(ctx context.Context, key string, r io.Reader, h storage.Headers) (storage.Info, error) {
 	if err := s.checkKey(key); err != nil {
 		return storage.Info{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return storage.Info{}, fmt.Errorf("s3: put %q: %w", key, err)
 	}
-	tag, n, err := s.putStream(ctx, s.prefix+key, r)
+	tag, n, err := s.putStream(ctx, s.prefix+key, r, h)
 	if err != nil {
 		return storage.Info{}, wrap(ctx, "put", key, err)
 	}

@@ -56,6 +56,9 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"FailingReader", testFailingReader},
 		{"CancelMidPut", testCancelMidPut},
 		{"ReadersDuringPut", testReadersDuringPut},
+		{"PutHeaders", testPutHeaders},
+		{"Copy", testCopy},
+		{"CopyStreamed", testCopyStreamed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
