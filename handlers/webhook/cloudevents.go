@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
-	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/catalogsync/catalogsync/internal/cehttp"
 )
 
 // CloudEvent types sent by registries.
@@ -28,11 +28,11 @@ const (
 // or batched (application/cloudevents-batch+json). Every event is
 // validated. Errors wrap ErrUnsupportedMediaType or ErrMalformed.
 func ParseCloudEvents(h http.Header, body []byte) ([]event.Event, error) {
-	msg := cehttp.NewMessage(h, io.NopCloser(bytes.NewReader(body)))
+	msg := cehttp.NewMessage(h, bytes.NewReader(body))
 	var evs []event.Event
 	switch msg.ReadEncoding() {
 	case binding.EncodingBatch:
-		batch, err := binding.ToEvents(context.Background(), msg, msg.BodyReader)
+		batch, err := binding.ToEvents(context.Background(), msg, bytes.NewReader(body))
 		if err != nil {
 			return nil, malformed("invalid CloudEvents batch: %v", err)
 		}

@@ -29,10 +29,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
-	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
+	"github.com/catalogsync/catalogsync/internal/cehttp"
 	"github.com/catalogsync/catalogsync/sync/backoff"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
@@ -299,7 +298,7 @@ func (e *Emitter) send(ctx context.Context, ev event.Event) error {
 		return err
 	}
 	// Binary mode: attributes as ce-* headers, the data as the body.
-	if err := cehttp.WriteRequest(binding.WithForceBinary(ctx), binding.ToMessage(&ev), req); err != nil {
+	if err := cehttp.WriteBinary(ctx, &ev, req); err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}
 	resp, err := e.client.Do(req)
