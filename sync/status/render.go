@@ -80,6 +80,10 @@ func (w *Writer) renderProgressLocked(en *entry, o object, base *Status, now tim
 		keepTransition(c, base, now)
 		return c, "unavailable", 0
 	}
+	if w.followOnly {
+		c, key := w.followProgressLocked(en, o, base, now)
+		return c, key, 0
+	}
 	var p *progress
 	var hold time.Duration
 	if en.outcome != nil && en.flushed.Before(en.endedAt) {

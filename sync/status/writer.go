@@ -62,6 +62,8 @@ type Writer struct {
 	log      *slog.Logger
 	now      func() time.Time
 	onOther  func(name, why string)
+	// followOnly: Progressing follows from the pointer (WithFollowOnly).
+	followOnly bool
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
