@@ -56,6 +56,7 @@ func TestChangedReadsOnlyKnownPointers(t *testing.T) {
 		{"fleet", "team-b/catalogs/cat/current"},
 		{"fleet", "team-a/catalogs/unknown/current"},
 		{"fleet", "team-a/catalogs/cat/meta.json"},
+		{"fleet", "team-a/cat/current"},
 		{"fleet", "team-a/catalogs/cat/current/x"},
 		{"fleet", "team-a/catalogs/../current"},
 		{"fleet", "team-a/catalogs//current"},
@@ -71,7 +72,7 @@ func TestChangedReadsOnlyKnownPointers(t *testing.T) {
 	if got := r.take(); len(got) != 0 {
 		t.Fatalf("refreshed %v", got)
 	}
-	if s := f.Stats(); s.Notified != 2 || s.Ignored != 12 {
+	if s := f.Stats(); s.Notified != 2 || s.Ignored != 13 {
 		t.Fatalf("stats %+v", s)
 	}
 }
