@@ -111,6 +111,8 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return c.Serve.run(ctx, from, stderr)
 	case "gc":
 		return c.GC.run(ctx, from, stdout, stderr)
+	case "agent":
+		return c.Agent.run(ctx, from, stderr)
 	case "poll":
 		return c.Poll.run(ctx, from, stdout, stderr)
 	case "index":

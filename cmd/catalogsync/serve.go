@@ -37,8 +37,8 @@ type serveCmd struct {
 	configFlag      `embed:""`
 	mirrorSetFlags  `embed:""`
 	listenFlags     `embed:""`
-	Addr            string        `name:"addr" group:"http" env:"CATALOGSYNC_ADDR,PORT" default:":8080" help:"listen address (PORT=n gives :n)"`
-	BaseURL         string        `name:"base-url" group:"catalogs" env:"CATALOGSYNC_BASE_URL" docdefault:"from the request" help:"external base URL of this service, for the serving URLs it reports"`
+	addrFlag        `embed:""`
+	baseURLFlag     `embed:""`
 	MaxSyncs        int           `name:"max-concurrent-syncs" group:"syncs" env:"CATALOGSYNC_MAX_CONCURRENT_SYNCS" default:"4" check:"positive" help:"syncs running at once over all catalogs"`
 	RegRate         float64       `name:"registry-rate" group:"syncs" env:"CATALOGSYNC_REGISTRY_RATE" default:"10" check:"positive" help:"syncs started per second against one registry host; more wait queued, never dropped"`
 	RegBurst        int           `name:"registry-burst" group:"syncs" env:"CATALOGSYNC_REGISTRY_BURST" default:"10" check:"positive" help:"burst for --registry-rate"`

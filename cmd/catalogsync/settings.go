@@ -30,6 +30,7 @@ import (
 	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
+	"github.com/catalogsync/catalogsync/sync/follow"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -41,6 +42,7 @@ type cli struct {
 	Poll  pollCmd  `cmd:"" name:"poll" help:"Sync the catalogs that are due, then exit (CronJob)."`
 	GC    gcCmd    `cmd:"" name:"gc" help:"Delete content no longer needed."`
 	Index indexCmd `cmd:"" name:"index" help:"Validate an FBC directory and pre-build its catalog and index."`
+	Agent agentCmd `cmd:"" name:"agent" help:"Write a member cluster's ClusterCatalog status from a store another deployment syncs."`
 	Docs  docsCmd  `cmd:"" name:"docs" hidden:"" help:"Print, or write into docs/settings.md, the configuration table."`
 	// Version prints the build's version, revision and Go version.
 	Version versionCmd `cmd:"" name:"version" help:"Print the version, VCS revision and time, and Go version."`
@@ -125,6 +127,8 @@ const (
 	envAPIToken = "CATALOGSYNC_API_TOKEN" //nolint:gosec // G101: the name of the variable, not a token
 	envMemLimit = "GOMEMLIMIT"
 	envPeakRSS  = "CATALOGSYNC_PRINT_PEAK_RSS"
+	// envNotifyToken is the agent's bucket notification token.
+	envNotifyToken = "CATALOGSYNC_NOTIFY_TOKEN" //nolint:gosec // G101: the name of the variable, not a token
 )
 
 // envOnly declares them, for envValue, the help and the table.
@@ -132,6 +136,7 @@ var envOnly = []struct{ Env, Cmd, Help string }{
 	{envAPIToken, "serve", "bearer token required by `POST /api/v1/...` (reads stay open); without it POST is refused unless `--api-open`"},
 	{envMemLimit, "sync", "Go's soft memory limit; sync sets " + fmt.Sprint(defaultSyncMemoryLimit>>20) + "MiB when it is unset"},
 	{envPeakRSS, "any", "set: print the process's peak memory on exit, for the benchmarks"},
+	{envNotifyToken, "agent", "token bucket notifications to `/events` must carry (`Authorization: Bearer <token>`, as MinIO's webhook `auth_token` sends it); without it notifications are refused unless `--notify-open`, and pointers are polled"},
 }
 
 // envValue is the value of an env-only setting, which envOnly declares.
@@ -175,6 +180,7 @@ func vars() kong.Vars {
 		"grace":         shortDuration(catalog.DefaultGrace),
 		"unconfigured":  shortDuration(catalog.DefaultUnconfiguredAge),
 		"leftover":      shortDuration(catalog.DefaultLeftoverAge),
+		"pointerPoll":   shortDuration(follow.DefaultPollInterval),
 	}
 }
 
@@ -488,11 +494,26 @@ func checkCommand(k *kong.Kong, args []string) error {
 // pullSecretFlags name the cluster and the pull secret whose credentials
 // every command that syncs uses, as serve does.
 type pullSecretFlags struct {
-	Kubeconfig string `name:"kubeconfig" group:"catalogs" env:"KUBECONFIG" docdefault:"in-cluster" help:"kubeconfig for --clustercatalogs, --pull-secret and events.audience"`
-	PullSecret string `name:"pull-secret" group:"registries" env:"CATALOGSYNC_PULL_SECRET" check:"nsname" help:"namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes"`
+	kubeconfigFlag `embed:""`
+	PullSecret     string `name:"pull-secret" group:"registries" env:"CATALOGSYNC_PULL_SECRET" check:"nsname" help:"namespace/name of a kubernetes.io/dockerconfigjson Secret whose registry credentials are used over the docker config's, followed as it changes"`
 }
 
 // mirrorSetFlags: serve's OpenShift image mirror sets (docs/registries.md).
 type mirrorSetFlags struct {
 	NoMirrorSets bool `name:"no-image-mirror-sets" group:"registries" env:"CATALOGSYNC_NO_IMAGE_MIRROR_SETS" help:"with --clustercatalogs, do not follow the cluster's ImageDigestMirrorSets and ImageTagMirrorSets (followed by default when the cluster serves them, merged after --registries-conf)"`
+}
+
+// kubeconfigFlag names the cluster of the commands that use one.
+type kubeconfigFlag struct {
+	Kubeconfig string `name:"kubeconfig" group:"catalogs" env:"KUBECONFIG" docdefault:"in-cluster" help:"kubeconfig for --clustercatalogs, --pull-secret, events.audience and agent"`
+}
+
+// addrFlag is the listen address of the commands that serve HTTP.
+type addrFlag struct {
+	Addr string `name:"addr" group:"http" env:"CATALOGSYNC_ADDR,PORT" default:":8080" help:"listen address (PORT=n gives :n)"`
+}
+
+// baseURLFlag is where catalogs are read from, for ClusterCatalog status.
+type baseURLFlag struct {
+	BaseURL string `name:"base-url" group:"catalogs" env:"CATALOGSYNC_BASE_URL" docdefault:"from the request" help:"external base URL catalogs are read from, for the serving URLs reported (status.urls.base is it + /catalogs/<name>): serve's own, or for agent the bucket's (endpoint/bucket[/prefix]) or a CDN's"`
 }
