@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -58,7 +59,9 @@ type Set struct {
 
 // scopeRe is host[:port][/path…], as the API's validation allows for a
 // source or mirror (no tag, digest or wildcard).
-var scopeRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
+var scopeRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
+})
 
 // Parse reads one object of kind k.
 func Parse(k Kind, u *unstructured.Unstructured) (Set, error) {
@@ -125,7 +128,7 @@ func checkScope(s string) error {
 		return errors.New("missing or not a string")
 	case len(s) > MaxScope:
 		return fmt.Errorf("%d characters, at most %d", len(s), MaxScope)
-	case !scopeRe.MatchString(s):
+	case !scopeRe().MatchString(s):
 		return fmt.Errorf("%q is not host[:port][/path]", quote(s))
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Store layout. Everything of a catalog lives under catalogs/<name>/, its
@@ -21,12 +22,14 @@ const (
 // dns1123Subdomain is the Kubernetes object name rule (ClusterCatalog names
 // follow it); it admits no "/", "..", upper case or empty segments, so a
 // valid name is always a single safe key segment.
-var dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+var dns1123Subdomain = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+})
 
 // ValidName reports whether name is a DNS-1123 subdomain of at most 253
 // characters.
 func ValidName(name string) bool {
-	return len(name) <= 253 && dns1123Subdomain.MatchString(name)
+	return len(name) <= 253 && dns1123Subdomain().MatchString(name)
 }
 
 func checkName(name string) error {

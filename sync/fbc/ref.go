@@ -335,7 +335,7 @@ func (r *refReader) propertyValue(ref *Ref, typ string, value node, hasValue boo
 	if !hasValue {
 		return "unexpected end of JSON input"
 	}
-	s, ok := propertyShapes[typ]
+	s, ok := propertyShapes()[typ]
 	if !ok {
 		return ""
 	}

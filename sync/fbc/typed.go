@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A shape describes a Go type operator-registry decodes a property value
@@ -60,23 +61,26 @@ func strFields(name string, keys ...string) shape {
 	return structOf(name, f...)
 }
 
-var (
-	shDescriptor = structOf("v1alpha1.SpecDescriptor", "path", shString, "displayName", shString, "description", shString,
+// propertyShapes are the value types of operator-registry's
+// property.Parse; any other type only has to be JSON. Built at first use:
+// a command that reads no catalog never needs them.
+var propertyShapes = sync.OnceValue(func() map[string]shape {
+	shDescriptor := structOf("v1alpha1.SpecDescriptor", "path", shString, "displayName", shString, "description", shString,
 		"x-descriptors", sliceOf(shString), "value", shAny)
-	shResource = strFields("v1alpha1.APIResourceReference", "name", "kind", "version")
-	shCRD      = structOf("v1alpha1.CRDDescription", "name", shString, "version", shString, "kind", shString,
+	shResource := strFields("v1alpha1.APIResourceReference", "name", "kind", "version")
+	shCRD := structOf("v1alpha1.CRDDescription", "name", shString, "version", shString, "kind", shString,
 		"displayName", shString, "description", shString, "resources", sliceOf(shResource),
 		"statusDescriptors", sliceOf(shDescriptor), "specDescriptors", sliceOf(shDescriptor), "actionDescriptors", sliceOf(shDescriptor))
-	shAPIService = structOf("v1alpha1.APIServiceDescription", "name", shString, "group", shString, "version", shString,
+	shAPIService := structOf("v1alpha1.APIServiceDescription", "name", shString, "group", shString, "version", shString,
 		"kind", shString, "deploymentName", shString, "containerPort", shInt32, "displayName", shString,
 		"description", shString, "resources", sliceOf(shResource), "statusDescriptors", sliceOf(shDescriptor),
 		"specDescriptors", sliceOf(shDescriptor), "actionDescriptors", sliceOf(shDescriptor))
-	shLink   = strFields("v1alpha1.AppLink", "name", "url")
-	shLabels = shape{kind: sMap, elem: &shString, name: "map[string]string"}
+	shLink := strFields("v1alpha1.AppLink", "name", "url")
+	shLabels := shape{kind: sMap, elem: &shString, name: "map[string]string"}
 
 	// shCSVMetadata is property.CSVMetadata (operator-framework/api
 	// v1alpha1 types).
-	shCSVMetadata = structOf("property.CSVMetadata",
+	shCSVMetadata := structOf("property.CSVMetadata",
 		"annotations", shLabels,
 		"apiServiceDefinitions", structOf("v1alpha1.APIServiceDefinitions", "owned", sliceOf(shAPIService), "required", sliceOf(shAPIService)),
 		"crdDescriptions", structOf("v1alpha1.CustomResourceDefinitions", "owned", sliceOf(shCRD), "required", sliceOf(shCRD)),
@@ -88,9 +92,7 @@ var (
 		"nativeAPIs", sliceOf(strFields("v1.GroupVersionKind", "group", "version", "kind")),
 		"provider", shLink)
 
-	// propertyShapes are the value types of operator-registry's
-	// property.Parse; any other type only has to be JSON.
-	propertyShapes = map[string]shape{
+	return map[string]shape{
 		"olm.package":          strFields("property.Package", "packageName", "version"),
 		"olm.package.required": strFields("property.PackageRequired", "packageName", "versionRange"),
 		"olm.gvk":              strFields("property.GVK", "group", "kind", "version"),
@@ -99,7 +101,7 @@ var (
 		"olm.csv.metadata":     shCSVMetadata,
 		"olm.channel":          structOf("property.Channel", "channelName", shString, "priority", shInt),
 	}
-)
+})
 
 // field finds a struct field as encoding/json does: the exact name, else
 // one equal under case folding.
