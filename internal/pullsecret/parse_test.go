@@ -8,8 +8,8 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	sec := func(typ corev1.SecretType, key, data string) *corev1.Secret {
-		return &corev1.Secret{Type: typ, Data: map[string][]byte{key: []byte(data)}}
+	sec := func(typ corev1.SecretType, key, data string) *Secret {
+		return &Secret{Type: string(typ), Data: map[string][]byte{key: []byte(data)}}
 	}
 	good := sec(corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey,
 		`{"auths":{"https://Registry.Example.test:5000/v1/":{"auth":"dTE6cDE6d2l0aC1jb2xvbg=="},"quay.example.test":{"username":"u2","password":"p2"},"ghcr.example.test":{"identitytoken":"tok"}}}`)
@@ -24,7 +24,7 @@ func TestParse(t *testing.T) {
 	if c, err := Parse(legacy); err != nil || c["registry.example.test"].Password != "p" {
 		t.Fatalf("legacy: %v %v", c, err)
 	}
-	for name, s := range map[string]*corev1.Secret{
+	for name, s := range map[string]*Secret{
 		"opaque":        sec(corev1.SecretTypeOpaque, "x", "{}"),
 		"not json":      sec(corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, "s3cr3t-not-json"),
 		"auth not b64":  sec(corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, `{"auths":{"h.example.test":{"auth":"s3cr3t%%"}}}`),

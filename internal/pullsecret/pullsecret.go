@@ -16,10 +16,10 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
@@ -30,6 +30,24 @@ import (
 // ErrInvalid is wrapped by errors about a Secret that holds no usable
 // docker config. Errors never quote the Secret's content.
 var ErrInvalid = errors.New("invalid pull secret")
+
+// Secret is the part of a core/v1 Secret that holds a docker config. Not
+// k8s.io/api/core/v1's type: that package allocates about 100 KB in its
+// init at every start of every command, for this one type.
+type Secret struct {
+	Type string            `json:"type"`
+	Data map[string][]byte `json:"data"`
+}
+
+// The Secret types and keys of a docker config.
+const (
+	typeDockerConfigJSON = "kubernetes.io/dockerconfigjson"
+	keyDockerConfigJSON  = ".dockerconfigjson"
+	typeDockercfg        = "kubernetes.io/dockercfg"
+	keyDockercfg         = ".dockercfg"
+)
+
+var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // Watcher holds the credentials of one Secret, kept current by an
 // informer on that Secret alone.
@@ -82,7 +100,7 @@ func (w *Watcher) Credentials() (map[string]source.Credential, uint64) {
 // otherwise hold the start for ever). A missing Secret is not an error:
 // pulls go without its credentials until it is created.
 func (w *Watcher) Start(ctx context.Context, wait time.Duration) error {
-	inf := kubeinformer.New(w.dyn, corev1.SchemeGroupVersion.WithResource("secrets"), w.ns, 0,
+	inf := kubeinformer.New(w.dyn, secrets, w.ns, 0,
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + w.name })
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.set(obj) },
@@ -105,7 +123,7 @@ func (w *Watcher) set(obj any) {
 	if !ok || u.GetName() != w.name {
 		return
 	}
-	s := &corev1.Secret{}
+	s := &Secret{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
 		w.log.Warn("pull secret not usable; keeping the previous credentials", "secret", w.ns+"/"+w.name, "err", fmt.Errorf("%w: not a Secret", ErrInvalid))
 		return
@@ -140,23 +158,23 @@ func (w *Watcher) store(creds map[string]source.Credential, sum [32]byte, what s
 
 // Parse reads the registry credentials of a kubernetes.io/dockerconfigjson
 // (or legacy kubernetes.io/dockercfg) Secret, by registry host.
-func Parse(s *corev1.Secret) (map[string]source.Credential, error) {
+func Parse(s *Secret) (map[string]source.Credential, error) {
 	var auths map[string]dockerAuth
 	switch s.Type {
-	case corev1.SecretTypeDockerConfigJson:
+	case typeDockerConfigJSON:
 		var cfg struct {
 			Auths map[string]dockerAuth `json:"auths"`
 		}
-		if err := json.Unmarshal(s.Data[corev1.DockerConfigJsonKey], &cfg); err != nil {
-			return nil, fmt.Errorf("%w: %s is not a docker config", ErrInvalid, corev1.DockerConfigJsonKey)
+		if err := json.Unmarshal(s.Data[keyDockerConfigJSON], &cfg); err != nil {
+			return nil, fmt.Errorf("%w: %s is not a docker config", ErrInvalid, keyDockerConfigJSON)
 		}
 		auths = cfg.Auths
-	case corev1.SecretTypeDockercfg:
-		if err := json.Unmarshal(s.Data[corev1.DockerConfigKey], &auths); err != nil {
-			return nil, fmt.Errorf("%w: %s is not a docker config", ErrInvalid, corev1.DockerConfigKey)
+	case typeDockercfg:
+		if err := json.Unmarshal(s.Data[keyDockercfg], &auths); err != nil {
+			return nil, fmt.Errorf("%w: %s is not a docker config", ErrInvalid, keyDockercfg)
 		}
 	default:
-		return nil, fmt.Errorf("%w: type %q, want %s", ErrInvalid, s.Type, corev1.SecretTypeDockerConfigJson)
+		return nil, fmt.Errorf("%w: type %q, want %s", ErrInvalid, s.Type, typeDockerConfigJSON)
 	}
 	out := make(map[string]source.Credential, len(auths))
 	for key, a := range auths {
