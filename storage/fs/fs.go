@@ -273,10 +273,16 @@ func (s *Store) write(ctx context.Context, key string, r io.Reader, locked bool)
 			_ = s.root.Remove(tmp) // best effort: List skips temp files
 		}
 	}()
-	buf := bufPool.Get().(*[]byte)
 	// writeback also hides os.File.ReadFrom, so the copy uses our larger buffer.
-	_, err = io.CopyBuffer(&writeback{f: f}, ctxReader{ctx, r}, *buf)
-	bufPool.Put(buf)
+	if l, ok := r.(interface{ Len() int }); ok && l.Len() < 4<<10 {
+		// A lease, probe or pointer: the pooled buffer is for catalogs
+		// and would keep 256 KiB in an idle server for a 40-byte write.
+		_, err = io.CopyBuffer(&writeback{f: f}, ctxReader{ctx, r}, make([]byte, l.Len()+1))
+	} else {
+		buf := bufPool.Get().(*[]byte)
+		_, err = io.CopyBuffer(&writeback{f: f}, ctxReader{ctx, r}, *buf)
+		bufPool.Put(buf)
+	}
 	if err != nil {
 		return storage.Info{}, fmt.Errorf("fs: put %q: %w", key, err)
 	}
