@@ -80,7 +80,6 @@ type Handler struct {
 	log       *slog.Logger
 	available func(string) bool
 	apiPath   string
-	tmpl      *template.Template
 	assets    http.Handler
 	root      chi.Router
 
@@ -107,6 +106,12 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // handler does (a ClusterCatalog with availabilityMode Unavailable).
 func WithAvailability(f func(string) bool) Option { return func(h *Handler) { h.available = f } }
 
+// templates are parsed at the first page shown, not at every start: most
+// processes never show one.
+var templates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+})
+
 // New returns a Handler showing catalogs' published content from store.
 func New(store storage.Store, catalogs CatalogLister, opts ...Option) *Handler {
 	h := &Handler{store: store, catalogs: catalogs, apiPath: "/api/v1/catalogs", opened: map[string]*openCatalog{}}
@@ -119,7 +124,6 @@ func New(store storage.Store, catalogs CatalogLister, opts ...Option) *Handler {
 	h.rows, _ = lru.New[string, packageRow](20000)
 	// A diff of catalogs that differ entirely lists every name: keep few.
 	h.diffs, _ = lru.New[string, *changes](8)
-	h.tmpl = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
 	sub, _ := fs.Sub(assetFS, "assets")
 	h.assets = http.StripPrefix(Prefix+"/assets/", http.FileServerFS(sub))
 	h.root = chi.NewRouter()
@@ -301,7 +305,7 @@ func (h *Handler) errorPageBack(w http.ResponseWriter, code int, msg string, r *
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	_ = h.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Code": code, "Status": http.StatusText(code), "Message": msg, "Back": back})
+	_ = templates().ExecuteTemplate(w, "error.html", map[string]any{"Code": code, "Status": http.StatusText(code), "Message": msg, "Back": back})
 }
 
 // render executes a template into a buffer first, so a failing template
@@ -313,7 +317,7 @@ func (h *Handler) render(w http.ResponseWriter, name string, data any) {
 // renderCode is render answering with code.
 func (h *Handler) renderCode(w http.ResponseWriter, code int, name string, data any) {
 	var b strings.Builder
-	if err := h.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+	if err := templates().ExecuteTemplate(&b, name, data); err != nil {
 		h.log.Error("ui: template", "template", name, "err", err)
 		h.errorPage(w, http.StatusInternalServerError, "page failed")
 		return
