@@ -11,6 +11,7 @@
 //	catalogs/<name>/<alg>-<hex>/meta.json      written last: the content is complete
 //	catalogs/<name>/current                    the pointer to the published digest
 //	catalogs/<name>/lastpoll                   the last poll, changed or not
+//	catalogs/<name>/api/v1/all, all.gz, static the static read layout (static.go)
 //
 // Content is addressed by the image digest and never changes once its
 // meta.json exists; publishing is a compare-and-swap of the small pointer.

@@ -231,7 +231,7 @@ type WriterOption func(*Writer)
 // object it reads present and long enough.
 func (w *Writer) startSharing(ctx context.Context) error {
 	prev := w.shareFrom
-	if prev == nil || prev.Name != w.name || prev.Digest == w.digest || checkDigest(prev.Digest) != nil {
+	if prev == nil || w.static || prev.Name != w.name || prev.Digest == w.digest || checkDigest(prev.Digest) != nil {
 		return nil
 	}
 	exts := prev.extents()

@@ -119,6 +119,7 @@ const (
 	GCRecentlyUsed   GCReason = "not configured here, but touched within the unconfigured age"
 	GCLeftover       GCReason = "interrupted write"
 	GCReferenced     GCReason = "its lines are shared by content kept"
+	GCStatic         GCReason = "the static layout holds it"
 )
 
 // GCItem is one unit GC deleted or kept: a digest's content, a whole
@@ -187,6 +188,9 @@ type gcRun struct {
 	protected map[string]map[string]bool
 	// roots are current content not listed (published after the listing).
 	roots [][2]string
+	// static is, per catalog, the digest its static layout holds
+	// (catalogs/<name>/static) when that is not the current one.
+	static map[string]string
 }
 
 // GC deletes what the policy in opts no longer needs and reports what it
@@ -248,6 +252,7 @@ func newGCRun(s storage.Store, opts GCOptions) *gcRun {
 	}
 	r.rep = GCReport{DryRun: opts.DryRun, Deleted: []GCItem{}, Kept: []GCItem{}}
 	r.sources = map[string]map[string][]string{}
+	r.static = map[string]string{}
 	return r
 }
 

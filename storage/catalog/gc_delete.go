@@ -15,11 +15,14 @@ import (
 func (r *gcRun) planDelete(name string, d *gcDir, it GCItem, reason GCReason) {
 	it.Reason = reason
 	r.deletes = append(r.deletes, func(ctx context.Context) error {
-		if r.protected[name][d.digest] {
+		if r.protected[name][d.digest] || r.static[name] == d.digest {
 			if d.metaKey != "" {
 				r.rep.InactiveBytes += it.Bytes
 			}
 			it.Reason = GCReferenced
+			if r.static[name] == d.digest {
+				it.Reason = GCStatic
+			}
 			r.keep(it)
 			return nil
 		}

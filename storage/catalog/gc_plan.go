@@ -50,8 +50,10 @@ func (r *gcRun) plan(ctx context.Context, cats map[string]*gcCatalog) (hints []s
 		}
 		for dir := range c.dirs {
 			p := catalogPrefix(name) + dir + "/"
-			hints = append(hints, p+contentFile, p+deltaFile, p+indexFile, p+graphqlFile, p+filesFile)
+			hints = append(hints, p+contentFile, p+deltaFile, p+indexFile, p+graphqlFile, p+filesFile, p+gzipFile)
 		}
+		all, gz := StaticKeys(name)
+		hints = append(hints, all, gz)
 		if configured != nil && !configured[name] {
 			r.planRemoval(c)
 			continue
@@ -170,6 +172,13 @@ func (r *gcRun) current(ctx context.Context, c *gcCatalog) (cur Pointer, swap ti
 		r.problem("%s: unreadable pointer, catalog left alone: %v", c.name, err)
 		return cur, swap, false, nil
 	default:
+		return cur, swap, false, fmt.Errorf("catalog: gc: %w", err)
+	}
+	if st, err := ReadStatic(ctx, r.s, c.name); err == nil && ValidDigest(st.Digest) && st.Digest != cur.Digest {
+		// A publisher racing another copied it last: readers told by
+		// the state may still open its objects.
+		r.static[c.name] = st.Digest
+	} else if err != nil && !errors.Is(err, storage.ErrNotExist) && !errors.Is(err, ErrCorrupt) {
 		return cur, swap, false, fmt.Errorf("catalog: gc: %w", err)
 	}
 	if cur.Digest != "" {

@@ -79,6 +79,7 @@ func TestGC(t *testing.T) {
 		{"PublishedAfterListing", testGCPublishedAfterListing},
 		{"LeavesWhatItDoesNotKnow", testGCLeavesUnknown},
 		{"Shared", testGCShared},
+		{"StaticLayout", testGCStaticLayout},
 	}
 	backends, _ := gcBackends(t)
 	for _, b := range backends {

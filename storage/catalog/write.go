@@ -53,9 +53,11 @@ type Writer struct {
 	own        string
 	shareFrom  *Meta
 	sharing    bool
-	from       extentMap
-	extents    []Extent
-	phys       int64
+	// static writes content for the static layout (Static).
+	static  bool
+	from    extentMap
+	extents []Extent
+	phys    int64
 
 	// ctx is the writer's own (cancelled by Abort); side delivers the
 	// index, GraphQL schema and summary writes, started once the content
@@ -109,7 +111,11 @@ func NewWriter(ctx context.Context, s storage.Store, name, digest string, opts .
 	w.ids, w.strs = map[string]uint32{"": 0}, []string{""}
 	w.gql = gqlshape.NewBackground()
 	go func() {
-		in, err := s.Put(pctx, w.contentKey, pr)
+		var h storage.Headers
+		if w.static {
+			h = JSONLHeaders
+		}
+		in, err := storage.PutHeaders(pctx, s, w.contentKey, pr, h)
 		if err != nil {
 			// Unblocks an Add waiting on the pipe.
 			pr.CloseWithError(err)
@@ -366,7 +372,7 @@ func (w *Writer) dropContent() {
 		return
 	}
 	// Best effort: GC removes them otherwise.
-	for _, key := range []string{w.contentKey, w.prefix + indexFile, w.prefix + graphqlFile, w.prefix + filesFile} {
+	for _, key := range []string{w.contentKey, w.prefix + indexFile, w.prefix + graphqlFile, w.prefix + filesFile, w.prefix + gzipFile} {
 		_ = w.store.Delete(ctx, key)
 	}
 }
