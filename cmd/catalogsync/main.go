@@ -200,7 +200,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 		}
 		opts = append(opts, pipeline.WithSignatureCheck(pol))
 	}
-	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.TmpDir), pipeline.WithLogger(log), pipeline.WithReplica(replicaID(c.Replica)), pipeline.WithVerifyReuse(c.VerifyReuse)}, opts...)...), src, nil
+	return pipeline.New(src, store, append([]pipeline.Option{pipeline.WithTempDir(c.TmpDir), pipeline.WithLogger(log), pipeline.WithReplica(replicaID(c.Replica)), pipeline.WithVerifyReuse(c.VerifyReuse), pipeline.WithStaticLayout(c.Static)}, opts...)...), src, nil
 }
 
 func openStore(dir string) (storage.Store, string, error) {

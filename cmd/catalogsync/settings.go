@@ -108,6 +108,7 @@ type commonFlags struct {
 	NoDocker    bool          `name:"no-docker-config" group:"registries" help:"do not read registry credentials from the docker config"`
 	VerifyReuse bool          `name:"verify-incremental" group:"syncs" env:"CATALOGSYNC_VERIFY_INCREMENTAL" help:"parse the files an incremental sync reuses from the published content too, and fail the sync if anything differs (the test suite runs with it; it costs the speed-up)"`
 	Stall       time.Duration `name:"stall-timeout" group:"registries" env:"CATALOGSYNC_STALL_TIMEOUT" default:"${stall}" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`
+	Static      bool          `name:"static-layout" group:"store" env:"CATALOGSYNC_STATIC_LAYOUT" help:"with every publish also write catalogs/<name>/api/v1/all and all.gz in the store, so HTTP clients read catalogs straight from the bucket (point --base-url at it); content is then stored whole, not shared between digests"`
 	Replica     string        `name:"replica-id" group:"syncs" env:"CATALOGSYNC_REPLICA_ID,POD_NAME" docdefault:"the host name" help:"this replica's name in the store's leases and logs (replicas sharing a store pull each digest once, and take turns at GC and polls) and in the field manager of the Progressing condition it writes (catalogsync/<id>); unique per replica; a lease belongs to one process whatever its name"`
 
 	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).

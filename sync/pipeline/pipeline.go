@@ -88,6 +88,7 @@ type Pipeline struct {
 	onPublish func(name string)
 	sigs      SignatureChecker
 	verify    bool
+	static    bool
 }
 
 // Option configures a Pipeline.
@@ -151,6 +152,13 @@ func WithOnPublish(f func(name string)) Option { return func(p *Pipeline) { p.on
 // difference fails the sync. It costs the speed-up; the test suite runs
 // with it, to prove reuse changes nothing.
 func WithVerifyReuse(on bool) Option { return func(p *Pipeline) { p.verify = on } }
+
+// WithStaticLayout makes every sync leave the static read layout in the
+// store (catalog.PublishStatic): content is written whole, its gzip
+// beside it before the pointer moves, and api/v1/all follows the pointer.
+// A sync whose catalog is up to date repairs a layout a failure left
+// behind.
+func WithStaticLayout(on bool) Option { return func(p *Pipeline) { p.static = on } }
 
 // WithClock replaces time.Now (tests).
 func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now = now } }
@@ -259,6 +267,9 @@ func (a *attempt) sync(ctx context.Context) error {
 	poll := catalog.Poll{Time: a.p.now(), Ref: a.c.Image.String(), Digest: resolved.Digest}
 	if done, err := a.upToDate(ctx, resolved); err != nil || done {
 		if done {
+			if err := a.p.publishStatic(ctx, a.c.Name); err != nil {
+				return err
+			}
 			a.p.recordPoll(ctx, a.c.Name, poll)
 		}
 		return err
@@ -359,6 +370,12 @@ func (p *Pipeline) publish(ctx context.Context, name string, ptr catalog.Pointer
 	if ptr.PublishedAt.IsZero() {
 		ptr.PublishedAt = p.now()
 	}
+	if p.static {
+		// Before the pointer moves, so api/v1/all.gz is ready with it.
+		if err := catalog.WriteStatic(ctx, p.store, name, ptr.Digest); err != nil {
+			return storageError(PhasePublishing, err)
+		}
+	}
 	if err := catalog.Publish(ctx, p.store, name, ptr); err != nil {
 		if !errors.Is(err, catalog.ErrStale) {
 			return storageError(PhasePublishing, err)
@@ -369,6 +386,19 @@ func (p *Pipeline) publish(ctx context.Context, name string, ptr catalog.Pointer
 	}
 	if p.onPublish != nil {
 		p.onPublish(name)
+	}
+	return p.publishStatic(ctx, name)
+}
+
+// publishStatic moves the static layout to the published pointer. The
+// pointer has moved already, so a failure fails the sync (its status
+// says so, the next sync repairs it) but unpublishes nothing.
+func (p *Pipeline) publishStatic(ctx context.Context, name string) error {
+	if !p.static {
+		return nil
+	}
+	if _, err := catalog.PublishStatic(ctx, p.store, name); err != nil {
+		return storageError(PhasePublishing, fmt.Errorf("static layout: %w", err))
 	}
 	return nil
 }

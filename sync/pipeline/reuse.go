@@ -162,10 +162,15 @@ func reuseMismatch(path string, err error) error {
 // published content reused from), it shares prev's lines rather than
 // copying them where the store's content allows (catalog.ShareFrom).
 func (p *Pipeline) newWriter(ctx context.Context, name, digest string, prev *catalog.Meta) (*catalog.Writer, error) {
-	if prev == nil {
-		return catalog.NewWriter(ctx, p.store, name, digest)
+	var opts []catalog.WriterOption
+	if prev != nil {
+		opts = append(opts, catalog.ShareFrom(*prev))
 	}
-	return catalog.NewWriter(ctx, p.store, name, digest, catalog.ShareFrom(*prev))
+	if p.static {
+		// Whole, so the layout copies catalog.jsonl inside the store.
+		opts = append(opts, catalog.Static())
+	}
+	return catalog.NewWriter(ctx, p.store, name, digest, opts...)
 }
 
 // newContentWrite writes into w, reading parsed files from sp and reused
