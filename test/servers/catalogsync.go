@@ -86,7 +86,14 @@ const catalogsyncReadyTimeout = 60 * time.Second
 // t.Cleanup stops it.
 func StartCatalogsync(t testing.TB, args []string, env ...string) *Catalogsync {
 	t.Helper()
-	return startCatalogsync(t, "", args, env)
+	return startCatalogsync(t, "serve", "", args, env)
+}
+
+// StartCatalogsyncCommand is StartCatalogsyncAt for another command that
+// serves /readyz on --addr (agent); addr "" picks a free port.
+func StartCatalogsyncCommand(t testing.TB, command, addr string, args []string, env ...string) *Catalogsync {
+	t.Helper()
+	return startCatalogsync(t, command, addr, args, env)
 }
 
 // StartCatalogsyncAt is StartCatalogsync on a given address, for tests that
@@ -94,7 +101,7 @@ func StartCatalogsync(t testing.TB, args []string, env ...string) *Catalogsync {
 // listen before it starts; see FreeAddr.
 func StartCatalogsyncAt(t testing.TB, addr string, args []string, env ...string) *Catalogsync {
 	t.Helper()
-	return startCatalogsync(t, addr, args, env)
+	return startCatalogsync(t, "serve", addr, args, env)
 }
 
 // FreeAddr returns a 127.0.0.1 address that was free a moment ago.
@@ -107,7 +114,7 @@ func FreeAddr(t testing.TB) string {
 	return "127.0.0.1:" + strconv.Itoa(ports[0])
 }
 
-func startCatalogsync(t testing.TB, addr string, args, env []string) *Catalogsync {
+func startCatalogsync(t testing.TB, command, addr string, args, env []string) *Catalogsync {
 	t.Helper()
 	bin := CatalogsyncBinary(t)
 	dir := t.TempDir()
@@ -128,7 +135,7 @@ func startCatalogsync(t testing.TB, addr string, args, env []string) *Catalogsyn
 		return &process{
 			name:      "catalogsync",
 			path:      bin,
-			args:      append([]string{"serve", "--addr", c.Addr, "--log-level", "debug"}, args...),
+			args:      append([]string{command, "--addr", c.Addr, "--log-level", "debug"}, args...),
 			env:       env,
 			logPath:   c.LogPath,
 			boundLine: "addr=" + c.Addr,

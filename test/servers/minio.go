@@ -29,11 +29,37 @@ type MinIO struct {
 
 const minioReadyTimeout = 60 * time.Second
 
+// MinIOOption changes how MinIO starts.
+type MinIOOption func(*[]string)
+
+// WithWebhookTarget configures a webhook notification target named id
+// (MINIO_NOTIFY_WEBHOOK_*_<ID>): MinIO POSTs bucket events to endpoint
+// with token as its auth_token ("" for none). A bucket sends to it once
+// its notification configuration names WebhookARN(id).
+func WithWebhookTarget(id, endpoint, token string) MinIOOption {
+	return func(env *[]string) {
+		*env = append(*env,
+			"MINIO_NOTIFY_WEBHOOK_ENABLE_"+id+"=on",
+			"MINIO_NOTIFY_WEBHOOK_ENDPOINT_"+id+"="+endpoint)
+		if token != "" {
+			*env = append(*env, "MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_"+id+"="+token)
+		}
+	}
+}
+
+// WebhookARN is the ARN of the webhook target id, as a bucket
+// notification configuration names it (MinIO's region is unset).
+func WebhookARN(id string) string { return "arn:minio:sqs::" + id + ":webhook" }
+
 // StartMinIO starts MinIO on free ports (S3 API and console, the console
 // pinned so MinIO does not pick a random port), with data, certs and log in
 // t.TempDir(), and waits until it serves S3 requests. t.Cleanup stops it.
-func StartMinIO(t testing.TB) *MinIO {
+func StartMinIO(t testing.TB, opts ...MinIOOption) *MinIO {
 	t.Helper()
+	var extraEnv []string
+	for _, o := range opts {
+		o(&extraEnv)
+	}
 	bin := Binary(t, "minio")
 	dir := t.TempDir()
 	m := &MinIO{
@@ -57,12 +83,12 @@ func StartMinIO(t testing.TB) *MinIO {
 				// Without it MinIO creates ~/.minio/certs.
 				"--certs-dir", filepath.Join(dir, "certs"),
 			},
-			env: []string{
+			env: append([]string{
 				"MINIO_ROOT_USER=" + m.AccessKey,
 				"MINIO_ROOT_PASSWORD=" + m.SecretKey,
 				"MINIO_BROWSER=off",
 				"MINIO_UPDATE=off",
-			},
+			}, extraEnv...),
 			logPath:   m.LogPath,
 			boundLine: "API: " + m.Endpoint,
 		}
