@@ -226,7 +226,7 @@ func (f *fleet) publish(t *testing.T) {
 // served is what a cluster's ClusterCatalog status says is served.
 type served struct {
 	serving, progressing string // status/reason
-	ref, base             string
+	ref, base            string
 }
 
 func (c *cluster) served(t *testing.T) served {
