@@ -296,7 +296,7 @@ func TestEnvNamesKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared := map[string]bool{envAPIToken: true}
+	declared := map[string]bool{envAPIToken: true, envNotifyToken: true}
 	for _, cmd := range k.Model.Children {
 		for _, f := range cmd.Flags {
 			for _, e := range f.Envs {
