@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,7 @@ type options struct {
 	agentsEach   int
 	notify       bool          // MinIO's webhook target per agent
 	pollInterval time.Duration // the agents' --pointer-poll-interval
+	readOnly     bool          // agents get read-only bucket credentials
 }
 
 // startFleet starts a registry behind a counting proxy, the member
@@ -93,10 +95,14 @@ func startFleet(t *testing.T, o options) *fleet {
 	}
 	f.minio = servers.StartMinIO(t, minioOpts...)
 	f.bucket = f.minio.NewBucket(t)
+	keys := f.rootEnv()
+	if o.readOnly {
+		keys = f.readOnlyEnv(t)
+	}
 	for i, c := range f.clusters {
 		c.create(t, catalogName, f.image)
 		for _, addr := range addrs[i] {
-			c.agents = append(c.agents, f.startAgent(t, c, addr, o.pollInterval))
+			c.agents = append(c.agents, f.startAgent(t, c, addr, o.pollInterval, keys))
 		}
 	}
 	if o.notify {
@@ -162,11 +168,11 @@ func (f *fleet) rootEnv() []string {
 // baseURL is where clients read catalogs: the bucket itself.
 func (f *fleet) baseURL() string { return f.minio.Endpoint + "/" + f.bucket }
 
-func (f *fleet) startAgent(t *testing.T, c *cluster, addr string, poll time.Duration) *servers.Catalogsync {
+func (f *fleet) startAgent(t *testing.T, c *cluster, addr string, poll time.Duration, keys []string) *servers.Catalogsync {
 	t.Helper()
 	args := append([]string{"--kubeconfig", c.kube.Kubeconfig, "--base-url", f.baseURL(),
 		"--pointer-poll-interval", poll.String()}, f.s3Args()...)
-	env := append(f.rootEnv(), "CATALOGSYNC_NOTIFY_TOKEN="+notifyToken)
+	env := slices.Concat(keys, []string{"CATALOGSYNC_NOTIFY_TOKEN=" + notifyToken})
 	return servers.StartCatalogsyncCommand(t, "agent", addr, args, env...)
 }
 

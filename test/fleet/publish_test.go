@@ -104,11 +104,17 @@ func TestFleetFollowsByPolling(t *testing.T) {
 	t.Logf("poll every %v: publish to Serving, median %v over %d pushes x %d clusters", poll, median(all), pushes, len(f.clusters))
 }
 
-// Five agents on one cluster: the registry still sees one fetch of each
-// manifest and blob per publish.
-func TestFleetFiveAgentsOnePull(t *testing.T) {
+// Five agents on one cluster, then one: the registry sees one fetch of
+// each manifest and blob per publish whatever the number of followers.
+func TestFleetPullsOncePerPublish(t *testing.T) {
 	f := startFleet(t, options{clusters: 1, agentsEach: 5, notify: true, pollInterval: time.Hour})
 	f.publishAndWait(t, 0)
+	c := f.clusters[0]
+	for _, a := range c.agents[1:] {
+		a.Stop()
+	}
+	c.agents = c.agents[:1]
+	f.publishAndWait(t, 1)
 }
 
 // waitState waits until the cluster's status says want (ref and base
