@@ -238,7 +238,13 @@ func TestLayout(t *testing.T) {
 func TestQueryReadsOnlyMatches(t *testing.T) {
 	base := newStore(t)
 	r := rand.New(rand.NewPCG(7, 7))
-	objs := genCatalog(r, 60)
+	// Every schema×package×name query runs at three gaps: 100k Queries on
+	// the full-size catalog, about 2k on the -short one.
+	maxPkgs := 60
+	if testing.Short() {
+		maxPkgs = 12
+	}
+	objs := genCatalog(r, maxPkgs)
 	d := digestOf("reads")
 	m := writeCatalog(t, base, "reads", d, objs)
 	publish(t, base, "reads", d, time.Now())
