@@ -62,6 +62,25 @@ func queries(objs []obj) []Query {
 	return qs
 }
 
+// firstSeparation returns the bytes between the first two matches of a
+// query that are not adjacent.
+func firstSeparation(objs []obj) int64 {
+	for _, q := range queries(objs) {
+		var off int64
+		lastEnd := int64(-1)
+		for _, o := range objs {
+			if o.matches(q) {
+				if lastEnd >= 0 && off > lastEnd {
+					return off - lastEnd
+				}
+				lastEnd = off + int64(len(o.line))
+			}
+			off += int64(len(o.line))
+		}
+	}
+	return 0
+}
+
 // The property: for random catalogs, All is the concatenation of the lines
 // and every Query is the catalog-order filter of them, whatever ReadGap.
 func TestRoundTripProperty(t *testing.T) {
@@ -265,7 +284,9 @@ func TestQueryReadsOnlyMatches(t *testing.T) {
 			t.Errorf("Open read %q", k)
 		}
 	}
-	for _, gap := range []int64{0, 100, 1000} {
+	// The last gap is exactly one separation between two matches, so the
+	// bound is checked at its edge whatever the catalog's size.
+	for _, gap := range []int64{0, 100, 1000, firstSeparation(objs)} {
 		c.ReadGap = gap
 		for _, q := range queries(objs) {
 			// Expected fetches, from the object list alone: runs of
