@@ -709,7 +709,10 @@ func TestGCOnFilesystemStore(t *testing.T) {
 		{"PublishedAfterListing", testGCPublishedAfterListing},
 		{"LeavesWhatItDoesNotKnow", testGCLeavesUnknown},
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has its own store
+			tc.fn(t, newStore(t))
+		})
 	}
 }
 
