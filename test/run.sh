@@ -40,7 +40,7 @@ fi
 # would check only the harness while slowing every scenario: they run
 # plainly. Their scenarios mostly wait on those processes, so they run
 # beside the race-checked packages, which mostly compute.
-plain=(./test/e2e ./test/oracle ./test/chaos ./test/deploy ./test/hostile ./test/imagebuild ./bench ./test/load)
+plain=(./test/e2e ./test/oracle ./test/chaos ./test/deploy ./test/fleet ./test/hostile ./test/imagebuild ./bench ./test/load)
 # Tests whose work is one goroutine computing (argument parsing, hashing
 # 150 MB of ids) or the volume of the 12 MB community catalog through code
 # a small catalog's subtest already race-checks: the race detector finds
