@@ -36,6 +36,9 @@ type Refresher interface {
 type Catalogs interface {
 	// Names lists them; ok is false until the first list.
 	Names() (names []string, ok bool)
+	// Has reports whether the named one exists, in constant time: each
+	// notification record asks.
+	Has(name string) bool
 }
 
 // Follower follows the pointers of a cluster's catalogs.
@@ -118,7 +121,7 @@ func (f *Follower) Changed(bucket, key string) error {
 		f.ignored.Add(1)
 		return err
 	}
-	if !f.isKnown(name) {
+	if !f.cats.Has(name) {
 		f.ignored.Add(1)
 		return fmt.Errorf("%w: no ClusterCatalog %s", ErrIgnored, name)
 	}
@@ -145,20 +148,6 @@ func (f *Follower) nameOf(bucket, key string) (string, error) {
 		return "", fmt.Errorf("%w: not a catalog's pointer", ErrIgnored)
 	}
 	return name, nil
-}
-
-// isKnown reports whether the cluster has the named catalog.
-func (f *Follower) isKnown(name string) bool {
-	names, ok := f.cats.Names()
-	if !ok {
-		return false
-	}
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Run polls every catalog's pointer each interval until ctx ends, and

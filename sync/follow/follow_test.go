@@ -35,6 +35,8 @@ type catalogs []string
 
 func (c catalogs) Names() ([]string, bool) { return c, true }
 
+func (c catalogs) Has(name string) bool { return slices.Contains(c, name) }
+
 // Only the pointer of a catalog of the cluster, in the store's bucket
 // and under its prefix, is read again; any other key is ignored.
 func TestChangedReadsOnlyKnownPointers(t *testing.T) {

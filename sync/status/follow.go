@@ -57,3 +57,10 @@ func (w *Writer) followProgressLocked(en *entry, o object, base *Status, now tim
 	keepTransition(c, base, now)
 	return c, key
 }
+
+// Has reports whether the cluster has the named ClusterCatalog, from the
+// informer's cache without parsing it: a notification's check.
+func (s *ClusterCatalogs) Has(name string) bool {
+	_, ok, err := s.inf.GetStore().GetByKey(name)
+	return ok && err == nil
+}
