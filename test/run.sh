@@ -58,8 +58,11 @@ first=(./handlers/content ./cmd/catalogsync ./handlers/ui ./storage/s3 ./handler
 mapfile -t raced < <(go list "${first[@]}"; go list ./... | grep -v -x -F -f <(go list "${plain[@]}" "${oneGoroutine[@]}" "${first[@]}"))
 # Three batches side by side, each printed whole when all are done: the
 # race-checked packages, the end-to-end packages, the tests named above.
-plainLog=$(mktemp) restLog=$(mktemp)
-trap 'rm -f "$plainLog" "$restLog"' EXIT
+plainLog=$(mktemp) restLog=$(mktemp) bin=$(mktemp -d)
+trap 'rm -rf "$plainLog" "$restLog" "$bin"' EXIT
+# One catalogsync binary for every package that starts it as a process.
+go build -o "$bin/catalogsync" ./cmd/catalogsync
+export CATALOGSYNC_TEST_BINARY="$bin/catalogsync"
 go test -count=1 -timeout 25m "${plain[@]}" >"$plainLog" 2>&1 &
 plain_pid=$!
 (

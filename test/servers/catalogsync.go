@@ -21,6 +21,11 @@ import (
 // with the race detector, so end-to-end runs check the service too.
 const RaceEnv = "CATALOGSYNC_E2E_RACE"
 
+// BinaryEnv names the variable that points CatalogsyncBinary at a binary
+// already built from this tree: test/run.sh builds one for every test
+// package that starts the service, each of which would link its own.
+const BinaryEnv = "CATALOGSYNC_TEST_BINARY"
+
 var built struct {
 	once sync.Once
 	path string
@@ -35,6 +40,14 @@ func CatalogsyncBinary(t testing.TB) string {
 	t.Helper()
 	skipShort(t, "catalogsync process")
 	built.once.Do(func() {
+		if p := os.Getenv(BinaryEnv); p != "" && os.Getenv(RaceEnv) != "1" {
+			if _, err := os.Stat(p); err != nil {
+				built.err = fmt.Errorf("%s: %v", BinaryEnv, err)
+				return
+			}
+			built.path = p
+			return
+		}
 		script, err := toolsScript()
 		if err != nil {
 			built.err = err
