@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/engine"
-	"github.com/catalogsync/catalogsync/test/servers"
 )
 
 // drawnChannel is what a package page drew for one channel, and the graph
@@ -175,9 +173,7 @@ func opmGraphs(t *testing.T, opm, opmDir string, pkgs []string) map[string]strin
 	g.SetLimit(2)
 	for _, pkg := range pkgs {
 		g.Go(func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			b, err := servers.PeerCommand(ctx, tmp, opm, "alpha", "render-graph", opmDir, "-p", pkg).Output()
+			b, err := opmRenderGraph(tmp, opm, opmDir, pkg)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -100,9 +100,7 @@ func TestGraphsMatchOPM(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			out, err := servers.PeerCommand(ctx, tmp, opm, "alpha", "render-graph", dir, "-p", pkg).Output()
+			out, err := opmRenderGraph(tmp, opm, dir, pkg)
 			if err != nil {
 				t.Errorf("opm render-graph %s: %v", pkg, err)
 				return
@@ -137,6 +135,32 @@ func TestGraphsMatchOPM(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d packages, %d edges agree with opm", len(pkgs), edges)
+}
+
+// renderedGraphs holds `opm alpha render-graph` of a package of a folder
+// for the test binary's life: the drawn-page and graph.mmd tests both hold
+// the community catalog's 33 packages to it, and each run reads the whole
+// catalog (about 3 s of CPU).
+var renderedGraphs sync.Map // folder + "\x00" + package -> *renderedGraph
+
+type renderedGraph struct {
+	once sync.Once
+	out  []byte
+	err  error
+}
+
+// opmRenderGraph runs opm alpha render-graph of package pkg of folder dir,
+// once per test binary; tmp is opm's temp dir (it leaves an
+// opm-registry-* dir per run).
+func opmRenderGraph(tmp, opm, dir, pkg string) ([]byte, error) {
+	v, _ := renderedGraphs.LoadOrStore(dir+"\x00"+pkg, &renderedGraph{})
+	g := v.(*renderedGraph)
+	g.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		g.out, g.err = servers.PeerCommand(ctx, tmp, opm, "alpha", "render-graph", dir, "-p", pkg).Output()
+	})
+	return g.out, g.err
 }
 
 // lineDiff lists what is in only one of two sorted lists.
