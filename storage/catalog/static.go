@@ -46,12 +46,16 @@ var (
 	// ErrStaticMoving is returned by PublishStatic when the pointer moved
 	// every round: the publishers moving it leave the layout at its end.
 	ErrStaticMoving = errors.New("pointer kept moving while the static layout followed it")
+)
 
-	// JSONLHeaders and GzipHeaders are what the layout's objects answer
-	// HTTP GETs with where the store keeps headers: catalogd's
-	// Content-Type, and the encoding of the pre-compressed variant.
+// The headers the layout's objects answer HTTP GETs with where the store
+// keeps headers: catalogd's Content-Type, and the encoding of the
+// pre-compressed variant.
+var (
+	// JSONLHeaders are catalog.jsonl's and api/v1/all's.
 	JSONLHeaders = storage.Headers{ContentType: "application/jsonl"}
-	GzipHeaders  = storage.Headers{ContentType: "application/jsonl", ContentEncoding: "gzip"}
+	// GzipHeaders are catalog.jsonl.gz's and api/v1/all.gz's.
+	GzipHeaders = storage.Headers{ContentType: "application/jsonl", ContentEncoding: "gzip"}
 )
 
 // StaticKeys returns the keys of name's static layout: /api/v1/all and
