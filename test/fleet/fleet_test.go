@@ -95,6 +95,7 @@ func startFleet(t *testing.T, o options) *fleet {
 	}
 	f.minio = servers.StartMinIO(t, minioOpts...)
 	f.bucket = f.minio.NewBucket(t)
+	f.allowAnonymousReads(t)
 	keys := f.rootEnv()
 	if o.readOnly {
 		keys = f.readOnlyEnv(t)
@@ -201,6 +202,19 @@ func (f *fleet) notifyOnPointers(t *testing.T, arns []string) {
 	}
 }
 
+// allowAnonymousReads lets anyone GET the static read layout, and nothing
+// else, as operator-controller reads it (docs/fleet.md).
+func (f *fleet) allowAnonymousReads(t *testing.T) {
+	t.Helper()
+	policy := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["*"]},`+
+		`"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::%s/catalogs/*/api/v1/*"]}]}`, f.bucket)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := f.minio.Admin().PutBucketPolicy(ctx, &awss3.PutBucketPolicyInput{Bucket: aws.String(f.bucket), Policy: aws.String(policy)}); err != nil {
+		t.Fatalf("bucket policy: %v", err)
+	}
+}
+
 // push pushes the catalog image, its config labelled with seq so each
 // push is a new digest (its layer is the same), and returns the digest.
 func (f *fleet) push(t *testing.T, seq int) string {
@@ -218,7 +232,7 @@ func (f *fleet) push(t *testing.T, seq int) string {
 // through the proxy, and returns when it has exited.
 func (f *fleet) publish(t *testing.T) {
 	t.Helper()
-	args := append([]string{"sync", "--name", catalogName, "--image", f.image,
+	args := append([]string{"sync", "--name", catalogName, "--image", f.image, "--static-layout",
 		"--plain-http", f.proxy.Host, "--no-docker-config", "--registries-conf", ""}, f.s3Args()...)
 	cmd := exec.Command(servers.CatalogsyncBinary(t), args...)
 	cmd.Env = append(os.Environ(), f.rootEnv()...)

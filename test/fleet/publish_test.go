@@ -1,16 +1,13 @@
 package fleet
 
 import (
-	"context"
+	"bytes"
 	"io"
+	"net/http"
 	"path"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -148,19 +145,24 @@ func (f *fleet) stopAll(t *testing.T) {
 	}
 }
 
-// readAfterStop reads what the status points at from the bucket, with no
+// readAfterStop reads each cluster's urls.base + /api/v1/all from the
+// bucket with a plain HTTP client, as operator-controller does, with no
 // catalogsync process running.
 func (f *fleet) readAfterStop(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := f.minio.Admin().GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(f.bucket), Key: aws.String("catalogs/" + catalogName + "/current")})
-	if err != nil {
-		t.Fatalf("read the pointer with every catalogsync stopped: %v", err)
-	}
-	b, _ := io.ReadAll(out.Body)
-	out.Body.Close()
-	if !strings.Contains(string(b), f.image) {
-		t.Fatalf("pointer %s", b)
+	for i, c := range f.clusters {
+		s := c.served(t)
+		resp, err := http.Get(s.base + "/api/v1/all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/jsonl" || !bytes.Contains(b, []byte(`"schema":"olm.package"`)) {
+			t.Fatalf("cluster %d: GET %s/api/v1/all with every catalogsync stopped: %d %s, %d bytes", i, s.base, resp.StatusCode, resp.Header.Get("Content-Type"), len(b))
+		}
 	}
 }
