@@ -7,88 +7,93 @@ import (
 	"os/exec"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/catalogsync/catalogsync/storage"
 )
 
 func TestLease(t *testing.T) {
-	ctx := context.Background()
-	s := newStore(t)
-	a := LeaseHolder{Replica: "a", Instance: "a1"}
-	b := LeaseHolder{Replica: "b", Instance: "b1"}
-	const ttl = 300 * time.Millisecond
+	// A bubble's clock: the renewals and the TTL are judged in fake time,
+	// so a busy machine cannot make a held lease look expired.
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s := newStore(t)
+		a := LeaseHolder{Replica: "a", Instance: "a1"}
+		b := LeaseHolder{Replica: "b", Instance: "b1"}
+		const ttl = 300 * time.Millisecond
 
-	la, _, err := AcquireLease(ctx, s, "x", "sha256:aa", a, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Held and renewed: b is refused well past one TTL.
-	time.Sleep(2 * ttl)
-	if _, holder, err := AcquireLease(ctx, s, "x", "sha256:bb", b, ttl); !errors.Is(err, ErrLeaseHeld) || holder.Replica != "a" || holder.Digest != "sha256:aa" {
-		t.Fatalf("b acquired a live lease: %v %+v", err, holder)
-	}
-	// Released: b gets it at once.
-	la.Release(ctx)
-	if la.Context().Err() == nil {
-		t.Fatal("released lease's context not done")
-	}
-	lb, _, err := AcquireLease(ctx, s, "x", "sha256:bb", b, ttl)
-	if err != nil {
-		t.Fatalf("after release: %v", err)
-	}
-	// Another process with the same replica name (two on one host, both
-	// named after it) does not take over a live holder's lease...
-	b2 := LeaseHolder{Replica: "b", Instance: "b2"}
-	if _, _, err := AcquireLease(ctx, s, "x", "sha256:bb", b2, ttl); !errors.Is(err, ErrLeaseHeld) {
-		t.Fatalf("same replica name, live holder: %v", err)
-	}
-	lb.Release(ctx)
-	// ...but one on the same host takes over the lease of a holder whose
-	// process is gone at once, and the old holder learns it lost it.
-	dead := exitedPID(t)
-	lb, _, err = AcquireLease(ctx, s, "x", "sha256:bb", LeaseHolder{Replica: "b", Instance: "b1", Host: "h", PID: dead}, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2.Host, b2.PID = "h", os.Getpid()
-	lb2, _, err := AcquireLease(ctx, s, "x", "sha256:bb", b2, ttl)
-	if err != nil {
-		t.Fatalf("holder with an exited PID: %v", err)
-	}
-	select {
-	case <-lb.Context().Done():
-		if !errors.Is(context.Cause(lb.Context()), ErrLeaseLost) {
-			t.Fatalf("cause %v", context.Cause(lb.Context()))
+		la, _, err := AcquireLease(ctx, s, "x", "sha256:aa", a, ttl)
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the replaced holder did not notice")
-	}
-	lb.Release(ctx) // must not undo b2's lease
-	if rec, err := ReadLease(ctx, s, "x"); err != nil || rec.Instance != "b2" || !rec.Expires.After(time.Now()) {
-		t.Fatalf("lease after the stale release: %+v %v", rec, err)
-	}
-	// A holder that died (no renewals) is taken over after its TTL.
-	lb2.cancel(nil)
-	<-lb2.done
-	if _, _, err := AcquireLease(ctx, s, "x", "sha256:cc", a, ttl); !errors.Is(err, ErrLeaseHeld) {
-		t.Fatalf("taken over before the TTL: %v", err)
-	}
-	time.Sleep(ttl + 50*time.Millisecond)
-	la2, _, err := AcquireLease(ctx, s, "x", "sha256:cc", a, ttl)
-	if err != nil {
-		t.Fatalf("expired lease: %v", err)
-	}
-	la2.Release(ctx)
-	// Garbage is replaced.
-	if _, err := s.PutIf(ctx, "catalogs/x/syncing", []byte("{not json"), mustETag(t, s, "catalogs/x/syncing")); err != nil {
-		t.Fatal(err)
-	}
-	if l, _, err := AcquireLease(ctx, s, "x", "sha256:dd", b, ttl); err != nil {
-		t.Fatalf("over a corrupt lease: %v", err)
-	} else {
-		l.Release(ctx)
-	}
+		// Held and renewed: b is refused well past one TTL.
+		time.Sleep(2 * ttl)
+		if _, holder, err := AcquireLease(ctx, s, "x", "sha256:bb", b, ttl); !errors.Is(err, ErrLeaseHeld) || holder.Replica != "a" || holder.Digest != "sha256:aa" {
+			t.Fatalf("b acquired a live lease: %v %+v", err, holder)
+		}
+		// Released: b gets it at once.
+		la.Release(ctx)
+		if la.Context().Err() == nil {
+			t.Fatal("released lease's context not done")
+		}
+		lb, _, err := AcquireLease(ctx, s, "x", "sha256:bb", b, ttl)
+		if err != nil {
+			t.Fatalf("after release: %v", err)
+		}
+		// Another process with the same replica name (two on one host, both
+		// named after it) does not take over a live holder's lease...
+		b2 := LeaseHolder{Replica: "b", Instance: "b2"}
+		if _, _, err := AcquireLease(ctx, s, "x", "sha256:bb", b2, ttl); !errors.Is(err, ErrLeaseHeld) {
+			t.Fatalf("same replica name, live holder: %v", err)
+		}
+		lb.Release(ctx)
+		// ...but one on the same host takes over the lease of a holder whose
+		// process is gone at once, and the old holder learns it lost it.
+		dead := exitedPID(t)
+		lb, _, err = AcquireLease(ctx, s, "x", "sha256:bb", LeaseHolder{Replica: "b", Instance: "b1", Host: "h", PID: dead}, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2.Host, b2.PID = "h", os.Getpid()
+		lb2, _, err := AcquireLease(ctx, s, "x", "sha256:bb", b2, ttl)
+		if err != nil {
+			t.Fatalf("holder with an exited PID: %v", err)
+		}
+		select {
+		case <-lb.Context().Done():
+			if !errors.Is(context.Cause(lb.Context()), ErrLeaseLost) {
+				t.Fatalf("cause %v", context.Cause(lb.Context()))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the replaced holder did not notice")
+		}
+		lb.Release(ctx) // must not undo b2's lease
+		if rec, err := ReadLease(ctx, s, "x"); err != nil || rec.Instance != "b2" || !rec.Expires.After(time.Now()) {
+			t.Fatalf("lease after the stale release: %+v %v", rec, err)
+		}
+		// A holder that died (no renewals) is taken over after its TTL.
+		lb2.cancel(nil)
+		<-lb2.done
+		if _, _, err := AcquireLease(ctx, s, "x", "sha256:cc", a, ttl); !errors.Is(err, ErrLeaseHeld) {
+			t.Fatalf("taken over before the TTL: %v", err)
+		}
+		time.Sleep(ttl + 50*time.Millisecond)
+		la2, _, err := AcquireLease(ctx, s, "x", "sha256:cc", a, ttl)
+		if err != nil {
+			t.Fatalf("expired lease: %v", err)
+		}
+		la2.Release(ctx)
+		// Garbage is replaced.
+		if _, err := s.PutIf(ctx, "catalogs/x/syncing", []byte("{not json"), mustETag(t, s, "catalogs/x/syncing")); err != nil {
+			t.Fatal(err)
+		}
+		if l, _, err := AcquireLease(ctx, s, "x", "sha256:dd", b, ttl); err != nil {
+			t.Fatalf("over a corrupt lease: %v", err)
+		} else {
+			l.Release(ctx)
+		}
+	})
 }
 
 func mustETag(t *testing.T, s storage.Store, key string) string {
@@ -233,27 +238,29 @@ func TestLeaseRenewalBoundedByTTL(t *testing.T) {
 // One failed renewal (the store briefly unreachable) does not lose the
 // lease: the next one renews it.
 func TestLeaseSurvivesOneFailedRenewal(t *testing.T) {
-	ctx := context.Background()
-	const ttl = time.Second
-	h := &hookStore{Store: newStore(t), hook: func(_ context.Context, n int, _ string) error {
-		if n == 2 { // the first renewal
-			return errInjected
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ttl = time.Second
+		h := &hookStore{Store: newStore(t), hook: func(_ context.Context, n int, _ string) error {
+			if n == 2 { // the first renewal
+				return errInjected
+			}
+			return nil
+		}}
+		l, _, err := AcquireLease(ctx, h, "x", "sha256:aa", LeaseHolder{Replica: "a", Instance: "a1"}, ttl)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}}
-	l, _, err := AcquireLease(ctx, h, "x", "sha256:aa", LeaseHolder{Replica: "a", Instance: "a1"}, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release(ctx)
-	waitCalls(t, h, 4, l) // the failed renewal and two good ones
-	if err := l.Context().Err(); err != nil {
-		t.Fatalf("lease lost after one failed renewal: %v", context.Cause(l.Context()))
-	}
-	rec, err := ReadLease(ctx, h, "x")
-	if err != nil || rec.Instance != "a1" || !rec.Expires.After(time.Now()) {
-		t.Fatalf("lease after renewals: %+v %v", rec, err)
-	}
+		defer l.Release(ctx)
+		waitCalls(t, h, 4, l) // the failed renewal and two good ones
+		if err := l.Context().Err(); err != nil {
+			t.Fatalf("lease lost after one failed renewal: %v", context.Cause(l.Context()))
+		}
+		rec, err := ReadLease(ctx, h, "x")
+		if err != nil || rec.Instance != "a1" || !rec.Expires.After(time.Now()) {
+			t.Fatalf("lease after renewals: %+v %v", rec, err)
+		}
+	})
 }
 
 // Losing the compare-and-swap to another writer (here: a replica whose
