@@ -38,11 +38,7 @@ func startPullSecret(ctx context.Context, name, kubeconfig string, log *slog.Log
 	if err != nil {
 		return nil, usageError{"--pull-secret: " + err.Error()}
 	}
-	restCfg, err := kubeclient.Config(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := dynamicClient(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

@@ -8,15 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-
 	"github.com/catalogsync/catalogsync/handlers/events"
-	"github.com/catalogsync/catalogsync/internal/kubeclient"
-	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/s3"
@@ -50,11 +45,8 @@ func (c *agentCmd) Help() string {
 const agentStopGrace = 5 * time.Second
 
 func (c *agentCmd) run(ctx context.Context, from origins, stderr io.Writer) error {
-	if c.BaseURL == "" {
-		return usageError{"agent needs --base-url: where clients read catalogs (the bucket's URL, e.g. https://s3.example.com/bucket, or a CDN's), which ClusterCatalog status reports"}
-	}
-	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError{fmt.Sprintf("agent needs --base-url as an http(s) URL with a host, not %q", truncate.Text(c.BaseURL, 200))}
+	if err := c.baseURLFlag.check("agent", "where clients read catalogs (the bucket's URL, e.g. https://s3.example.com/bucket, or a CDN's)"); err != nil {
+		return err
 	}
 	token := envValue(envNotifyToken)
 	log := c.logger(stderr)
@@ -66,11 +58,7 @@ func (c *agentCmd) run(ctx context.Context, from origins, stderr io.Writer) erro
 	if _, err := store.Stat(ctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return fmt.Errorf("store %s is not readable: %w", where, err)
 	}
-	restCfg, err := kubeclient.Config(c.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := dynamicClient(c.Kubeconfig)
 	if err != nil {
 		return err
 	}

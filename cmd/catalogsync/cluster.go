@@ -8,6 +8,9 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/dynamic"
+
+	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/status"
@@ -20,6 +23,16 @@ const (
 	turnGC   = "gc"
 	turnPoll = "poll"
 )
+
+// dynamicClient is the client for the cluster kubeconfig names (clientcmd's
+// loading rules: in-cluster when empty).
+func dynamicClient(kubeconfig string) (*dynamic.DynamicClient, error) {
+	restCfg, err := kubeclient.Config(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(restCfg)
+}
 
 // replicaID names this process in the store's leases: --replica-id (whose
 // environment includes POD_NAME), else the host name.

@@ -134,11 +134,17 @@ func (c *serveCmd) checkBaseURL() error {
 	if !c.ClusterCatalogs {
 		return nil
 	}
-	if c.BaseURL == "" {
-		return usageError{"--clustercatalogs needs --base-url: the external URL of this service (e.g. https://catalogsync.example.com), which ClusterCatalog status reports"}
+	return c.baseURLFlag.check("--clustercatalogs", "the external URL of this service (e.g. https://catalogsync.example.com)")
+}
+
+// check refuses a missing or unusable --base-url for who (the flag or
+// command that needs it); what says what the URL is for them.
+func (f baseURLFlag) check(who, what string) error {
+	if f.BaseURL == "" {
+		return usageError{who + " needs --base-url: " + what + ", which ClusterCatalog status reports"}
 	}
-	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError{fmt.Sprintf("--clustercatalogs needs --base-url as an http(s) URL with a host, not %q", truncate.Text(c.BaseURL, 200))}
+	if u, err := url.Parse(f.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError{fmt.Sprintf("%s needs --base-url as an http(s) URL with a host, not %q", who, truncate.Text(f.BaseURL, 200))}
 	}
 	return nil
 }

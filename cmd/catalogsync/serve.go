@@ -18,7 +18,6 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/graphql"
 	"github.com/catalogsync/catalogsync/handlers/ui"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
-	"github.com/catalogsync/catalogsync/internal/kubeclient"
 	"github.com/catalogsync/catalogsync/internal/tlsprofile"
 	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
@@ -28,7 +27,6 @@ import (
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/publishevent"
 	"github.com/catalogsync/catalogsync/sync/status"
-	"k8s.io/client-go/dynamic"
 )
 
 // serveCmd keeps catalogs synced and serves them.
@@ -221,11 +219,7 @@ func (c *serveCmd) buildCatalogSet(ctx context.Context, s *server) ([]pipeline.O
 // buildClusterCatalogs follows the cluster's ClusterCatalogs as the
 // catalog set and writes their status.
 func (c *serveCmd) buildClusterCatalogs(ctx context.Context, s *server) error {
-	restCfg, err := kubeclient.Config(c.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := dynamicClient(c.Kubeconfig)
 	if err != nil {
 		return err
 	}
