@@ -2,8 +2,6 @@ package fs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -43,9 +41,7 @@ func (s *Store) copy(ctx context.Context, dst, src string) (storage.Info, error)
 			return storage.Info{}, fmt.Errorf("fs: copy to %q: %w", dst, err)
 		}
 	}
-	var b [8]byte
-	rand.Read(b[:])
-	tmp := path.Join(dir, TempPrefix+hex.EncodeToString(b[:]))
+	tmp := tempName(dir)
 	if err := s.root.Link(src, tmp); err != nil {
 		if errors.Is(err, iofs.ErrNotExist) {
 			return storage.Info{}, wrap("copy", src, err)

@@ -326,15 +326,13 @@ func (s *Store) write(ctx context.Context, key string, r io.Reader, locked bool)
 // and the create, so that is retried.
 func (s *Store) createTemp(key string) (*os.File, string, error) {
 	dir := path.Dir(key)
-	var b [8]byte
 	for attempt := 0; ; attempt++ {
 		if dir != "." {
 			if err := s.root.MkdirAll(dir, dirPerm); err != nil {
 				return nil, "", err
 			}
 		}
-		rand.Read(b[:])
-		tmp := path.Join(dir, TempPrefix+hex.EncodeToString(b[:]))
+		tmp := tempName(dir)
 		f, err := s.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
 		if err == nil {
 			return f, tmp, nil
@@ -343,6 +341,14 @@ func (s *Store) createTemp(key string) (*os.File, string, error) {
 			return nil, "", err
 		}
 	}
+}
+
+// tempName is a fresh name for a temp file in dir, which CleanTemp
+// recognises by its TempPrefix.
+func tempName(dir string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return path.Join(dir, TempPrefix+hex.EncodeToString(b[:]))
 }
 
 // syncDir makes a rename or remove in dir durable. Best effort: the data
