@@ -350,7 +350,7 @@ func (g *gen) bundle(p *pkgPlan, name, version string) *obj {
 	}
 	hasObj := g.one(6)
 	if !g.odds() || hasObj && g.one(2) {
-		b.set("image", "quay.io/example/"+p.name+"@sha256:"+strings.Repeat("ab", 32))
+		b.set("image", "registry.example.com/example/"+p.name+"@sha256:"+strings.Repeat("ab", 32))
 	} else if g.one(2) {
 		b.set("image", "")
 	}
@@ -379,7 +379,7 @@ func (g *gen) bundle(p *pkgPlan, name, version string) *obj {
 		b.set("properties", props)
 	}
 	if g.one(3) {
-		ri := arr{o("name", "operator", "image", "quay.io/x/y:v1")}
+		ri := arr{o("name", "operator", "image", "registry.example.com/x/y:v1")}
 		if g.odds() {
 			ri = append(ri, o("name", num("3")), "x")
 		}
