@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/internal/tlsreload/tlstest"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
 	"github.com/catalogsync/catalogsync/test/servers"
@@ -63,8 +64,9 @@ func TestRunEndsTheBlocksProcesses(t *testing.T) {
 }
 
 // runBlocks runs each block of file in dir, in order, failing on a block
-// that exits non-zero or lacks an expected line of output.
-func runBlocks(t *testing.T, file, dir string, env []string) {
+// that exits non-zero or lacks an expected line of output. A non-nil
+// rewrite is applied to each script first.
+func runBlocks(t *testing.T, file, dir string, env []string, rewrite *strings.Replacer) {
 	t.Helper()
 	root, err := Root()
 	if err != nil {
@@ -79,6 +81,9 @@ func runBlocks(t *testing.T, file, dir string, env []string) {
 	}
 	for _, b := range blocks {
 		b.File = file
+		if rewrite != nil {
+			b.Script = rewrite.Replace(b.Script)
+		}
 		out, err := Run(context.Background(), b, dir, env, blockLimit)
 		if err != nil {
 			t.Fatalf("%s: the block failed (%v):\n%s\noutput:\n%s", b, err, b.Script, last(out, 4000))
@@ -107,7 +112,9 @@ func TestREADMEBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runBlocks(t, "README.md", root, nil)
+	// The README serves on the port users know; the test on a free one,
+	// so that whatever else listens on 8080 here cannot answer for it.
+	runBlocks(t, "README.md", root, nil, strings.NewReplacer("127.0.0.1:8080", freeport.Addr(t)))
 }
 
 // docs/olm.md's marked blocks against what a cluster would have: a real
@@ -161,5 +168,5 @@ kubectl -n catalogsync-system create secret generic catalogsync-service-cert --f
 	if err := os.Symlink(filepath.Join(root, "deploy"), filepath.Join(work, "deploy")); err != nil {
 		t.Fatal(err)
 	}
-	runBlocks(t, "docs/olm.md", work, env)
+	runBlocks(t, "docs/olm.md", work, env, nil)
 }
