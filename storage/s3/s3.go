@@ -34,12 +34,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/catalogsync/catalogsync/internal/stall"
 	"github.com/catalogsync/catalogsync/storage"
@@ -88,8 +85,8 @@ type Config struct {
 	Bucket string `json:"bucket"`
 	// Endpoint overrides the service URL (MinIO: "http://host:9000").
 	Endpoint string `json:"endpoint,omitempty"`
-	// Region defaults to the SDK's (AWS_REGION, shared config), and to
-	// us-east-1 when an Endpoint is set and no region is found.
+	// Region defaults to AWS_REGION, else AWS_DEFAULT_REGION, else
+	// us-east-1 when an Endpoint is set.
 	Region string `json:"region,omitempty"`
 	// Prefix is prepended to every key ("team-a" stores under "team-a/").
 	Prefix string `json:"prefix,omitempty"`
@@ -97,9 +94,10 @@ type Config struct {
 	// MinIO and most S3-compatible services need.
 	PathStyle bool `json:"pathStyle,omitempty"`
 
-	// Static credentials; when AccessKeyID is empty the SDK's default chain
-	// is used (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, shared files, web
-	// identity, instance roles). Never read from config files.
+	// Static credentials; when AccessKeyID is empty the chain of
+	// credentialChain is used (AWS_ACCESS_KEY_ID, web identity, the
+	// shared credentials file, container and instance roles). Never read
+	// from config files.
 	AccessKeyID     string `json:"-"`
 	SecretAccessKey string `json:"-"`
 	SessionToken    string `json:"-"`
@@ -125,6 +123,13 @@ type Config struct {
 
 // DefaultStallTimeout is Config.StallTimeout's default.
 const DefaultStallTimeout = time.Minute
+
+func (c Config) stallTimeout() time.Duration {
+	if c.StallTimeout == 0 {
+		return DefaultStallTimeout
+	}
+	return c.StallTimeout
+}
 
 // Store is a storage.Store in an S3 bucket.
 type Store struct {
@@ -192,46 +197,17 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
-	var opts []func(*config.LoadOptions) error
-	if cfg.Region != "" {
-		opts = append(opts, config.WithRegion(cfg.Region))
-	}
-	if cfg.AccessKeyID != "" {
-		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
-	}
-	if cfg.MaxAttempts > 0 {
-		opts = append(opts, config.WithRetryMaxAttempts(cfg.MaxAttempts))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awsConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("s3: loading SDK configuration: %w: %w", ErrConfig, err)
-	}
-	// The SDK logs at debug level through this (e.g. for every ranged
-	// Get, whose response carries no checksum); errors reach callers.
-	awsCfg.Logger = logging.Nop{}
-	if awsCfg.Region == "" {
-		if cfg.Endpoint == "" {
-			return nil, fmt.Errorf("s3: no region (set it, or AWS_REGION): %w", ErrConfig)
-		}
-		// S3-compatible services mostly ignore the region but the
-		// signature needs one; us-east-1 is what they default to.
-		awsCfg.Region = "us-east-1"
+		return nil, err
 	}
 	if cfg.Endpoint != "" {
 		if u, err := url.Parse(cfg.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("s3: endpoint %q is not a URL like https://host:port: %w", cfg.Endpoint, ErrConfig)
 		}
 	}
-	stallAfter := cfg.StallTimeout
-	if stallAfter == 0 {
-		stallAfter = DefaultStallTimeout
-	}
 	client := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
-		o.HTTPClient = stall.Client(o.HTTPClient, stallAfter)
+		o.HTTPClient = stall.Client(o.HTTPClient, cfg.stallTimeout())
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
@@ -345,9 +321,8 @@ func classify(err error) error {
 	case http.StatusForbidden:
 		return ErrAccessDenied
 	}
-	// The credential chain found nothing: no request was even signed.
-	if strings.Contains(err.Error(), "failed to retrieve credentials") ||
-		strings.Contains(err.Error(), "failed to refresh cached credentials") {
+	// No credentials came from the chain (checked): nothing was signed.
+	if errors.Is(err, ErrBadCredentials) {
 		return ErrBadCredentials
 	}
 	return nil
