@@ -59,12 +59,13 @@ type storeFlags struct {
 	S3    s3Flags `embed:""`
 }
 
-// s3Flags are the --s3-* flags. Credentials come from the SDK's default
-// chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...), never from flags.
+// s3Flags are the --s3-* flags. Credentials come from storage/s3's chain
+// (AWS_ACCESS_KEY_ID, web identity, container and instance roles, ...),
+// never from flags.
 type s3Flags struct {
 	Bucket       string        `name:"s3-bucket" env:"CATALOGSYNC_S3_BUCKET" help:"store catalogs in this S3/MinIO bucket instead of --store"`
 	Endpoint     string        `name:"s3-endpoint" env:"CATALOGSYNC_S3_ENDPOINT" docdefault:"AWS" help:"endpoint override (MinIO: http://host:9000)"`
-	Region       string        `name:"s3-region" env:"CATALOGSYNC_S3_REGION" docdefault:"from the SDK chain" help:"region (else AWS_REGION; us-east-1 with --s3-endpoint)"`
+	Region       string        `name:"s3-region" env:"CATALOGSYNC_S3_REGION" docdefault:"AWS_REGION" help:"region (else AWS_REGION, AWS_DEFAULT_REGION; us-east-1 with --s3-endpoint)"`
 	Prefix       string        `name:"s3-prefix" env:"CATALOGSYNC_S3_PREFIX" help:"key prefix, so several deployments share a bucket"`
 	PathStyle    bool          `name:"s3-path-style" env:"CATALOGSYNC_S3_PATH_STYLE" help:"path-style addressing (MinIO)"`
 	Concurrency  int           `name:"s3-upload-concurrency" env:"CATALOGSYNC_S3_UPLOAD_CONCURRENCY" default:"${s3Concurrency}" check:"positive" help:"parts of one upload sent at once, each 5 MiB of a scratch file in --tmp-dir (more for a far S3)"`

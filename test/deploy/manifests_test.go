@@ -417,8 +417,8 @@ func documentedEnv(t testing.TB) map[string]bool {
 // envFromElsewhere are the names the workloads may set that serve -h does
 // not list, each documented by what reads it.
 var envFromElsewhere = map[string]string{
-	"AWS_ACCESS_KEY_ID":     "the AWS SDK's default credential chain (README, Configuration)",
-	"AWS_SECRET_ACCESS_KEY": "the AWS SDK's default credential chain (README, Configuration)",
+	"AWS_ACCESS_KEY_ID":     "storage/s3's credential chain (docs/settings.md, Object storage)",
+	"AWS_SECRET_ACCESS_KEY": "storage/s3's credential chain (docs/settings.md, Object storage)",
 	"GOMEMLIMIT":            "the Go runtime's soft memory limit",
 	"POD_NAME":              "the default of --replica-id (serve -h names it as $POD_NAME)",
 }
