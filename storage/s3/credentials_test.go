@@ -134,11 +134,12 @@ func containerJSON(key, secret, token string, exp time.Time) func(http.ResponseW
 	}
 }
 
-// fakeSTS answers AssumeRoleWithWebIdentity for role and token only.
+// fakeSTS answers AssumeRoleWithWebIdentity for role and token only, and
+// only when the call names itself (RoleSessionName), as STS requires.
 func fakeSTS(t *testing.T, role, token string, answer func(w http.ResponseWriter)) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.PostFormValue("Action") != "AssumeRoleWithWebIdentity" || r.PostFormValue("RoleArn") != role ||
-			r.PostFormValue("WebIdentityToken") != token {
+			r.PostFormValue("WebIdentityToken") != token || r.PostFormValue("RoleSessionName") == "" {
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprint(w, `<ErrorResponse><Error><Type>Sender</Type><Code>InvalidIdentityToken</Code>`+
 				`<Message>token not accepted</Message></Error></ErrorResponse>`)
