@@ -1,0 +1,43 @@
+package sct_test
+
+import (
+	"crypto"
+	"crypto/x509"
+	"encoding/hex"
+	"testing"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/catalogsync/catalogsync/internal/sct"
+)
+
+// ctLogs is trusted material of CT logs only.
+type ctLogs struct {
+	root.BaseTrustedMaterial
+	logs map[string]*root.TransparencyLog
+}
+
+func (m ctLogs) CTLogs() map[string]*root.TransparencyLog { return m.logs }
+
+// sigstoreAccepts is what Verify replaces: sigstore-go's check of one
+// SCT by logs.
+func sigstoreAccepts(leaf, issuer *x509.Certificate, logs map[[32]byte]crypto.PublicKey) bool {
+	m := ctLogs{logs: map[string]*root.TransparencyLog{}}
+	for id, key := range logs {
+		m.logs[hex.EncodeToString(id[:])] = &root.TransparencyLog{ID: id[:], PublicKey: key, HashFunc: crypto.SHA256}
+	}
+	return verify.VerifySignedCertificateTimestamp([][]*x509.Certificate{{leaf, issuer}}, 1, &m) == nil
+}
+
+func TestVerifyAgreesWithSigstoreGo(t *testing.T) {
+	allowP384(t)
+	for _, c := range verifyCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			err := sct.Verify(c.leaf, c.issuer, c.logs)
+			if oracle := sigstoreAccepts(c.leaf, c.issuer, c.logs); oracle != (err == nil) && c.differs == "" {
+				t.Errorf("Verify: %v; sigstore-go accepts: %v", err, oracle)
+			}
+		})
+	}
+}
