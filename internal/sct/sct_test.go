@@ -10,6 +10,8 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -49,6 +51,7 @@ type verifyCase struct {
 	logs         map[[32]byte]crypto.PublicKey
 	want         error
 	differs      string
+	p384         bool // the oracle must be told to take a P-384 log key
 }
 
 type fixture struct {
@@ -93,16 +96,19 @@ func (f *fixture) leaf(t testing.TB, ext []byte) *x509.Certificate {
 func flip(s *ct.SignedCertificateTimestamp) { s.Signature.Signature[len(s.Signature.Signature)-1] ^= 1 }
 
 // allowP384 makes certificate-transparency-go, and so sigstore-go, take
-// P-384 log keys, as Verify does: by default it takes only P-256.
+// P-384 log keys, as Verify does: by default it takes only P-256. It
+// then takes RSA keys of less than 2048 bits too.
 func allowP384(t *testing.T) {
 	ct.AllowVerificationWithNonCompliantKeys = true
 	t.Cleanup(func() { ct.AllowVerificationWithNonCompliantKeys = false })
 }
 
 func TestVerifyAgreesWithCertificateTransparencyGo(t *testing.T) {
-	allowP384(t)
 	for _, c := range verifyCases(t) {
 		t.Run(c.name, func(t *testing.T) {
+			if c.p384 {
+				allowP384(t)
+			}
 			err := sct.Verify(c.leaf, c.issuer, c.logs)
 			if !errors.Is(err, c.want) || (err == nil) != (c.want == nil) {
 				t.Fatalf("Verify: %v, want %v", err, c.want)
@@ -179,11 +185,20 @@ func listCases(t *testing.T, f *fixture) []verifyCase {
 		verifyCase{name: "empty list", leaf: f.leaf(t, octets(t, []byte{0, 0})), want: sct.ErrInvalid},
 		verifyCase{name: "trailing byte after the list", leaf: f.leaf(t, octets(t, append(inner, 0))), want: sct.ErrInvalid},
 		verifyCase{name: "trailing byte after the OCTET STRING", leaf: f.leaf(t, append(list, 0)), want: sct.ErrInvalid},
-		verifyCase{name: "17 SCTs", leaf: f.leaf(t, sctList(t, tooMany...)), want: sct.ErrInvalid, differs: "more than 16 SCTs are refused unread"})
+		verifyCase{name: "17 SCTs", leaf: f.leaf(t, sctList(t, tooMany...)), want: sct.ErrInvalid, differs: "more than 16 SCTs are refused unread"},
+		verifyCase{name: "TBSCertificate over 64 KiB", leaf: bigLeaf(t, f), want: sct.ErrInvalid, differs: "TBSCertificates over 64 KiB are refused unread"})
 	for i := range cs {
 		cs[i].issuer, cs[i].logs = f.ca.cert, f.logs
 	}
 	return cs
+}
+
+// bigLeaf is a certificate of 64 KiB and more with a valid SCT.
+func bigLeaf(t *testing.T, f *fixture) *x509.Certificate {
+	big := leafTemplate(3, "dev@acme.example", f.leafKey)
+	big.ExtraExtensions = append(big.ExtraExtensions, pkix.Extension{Id: asn1.ObjectIdentifier{1, 2, 3}, Value: make([]byte, 64<<10)})
+	s := f.log.sct(t, f.ca.precert(t, big), f.ca.cert, 1767323045000, nil)
+	return f.ca.final(t, big, sctList(t, serialize(t, s)))
 }
 
 // keyCases sign with each kind of log key.
@@ -193,6 +208,10 @@ func keyCases(t *testing.T, f *fixture) []verifyCase {
 		t.Fatal(err)
 	}
 	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak, err := rsa.GenerateKey(rand.Reader, 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,11 +227,15 @@ func keyCases(t *testing.T, f *fixture) []verifyCase {
 		{"P-384", newLog(t, ecKey(t, elliptic.P384())), ""},
 		{"Ed25519", newLog(t, edKey), "certificate-transparency-go has no Ed25519"},
 	} {
+		p384 := l.name == "P-384"
 		logs := map[[32]byte]crypto.PublicKey{l.log.id: l.log.key.Public()}
 		cs = append(cs,
-			verifyCase{name: l.name, leaf: f.leaf(t, sctList(t, f.signed(t, l.log, nil))), issuer: f.ca.cert, logs: logs, differs: l.differs},
-			verifyCase{name: l.name + " flipped", leaf: f.leaf(t, sctList(t, f.signed(t, l.log, flip))), issuer: f.ca.cert, logs: logs, want: sct.ErrInvalid})
+			verifyCase{name: l.name, leaf: f.leaf(t, sctList(t, f.signed(t, l.log, nil))), issuer: f.ca.cert, logs: logs, differs: l.differs, p384: p384},
+			verifyCase{name: l.name + " flipped", leaf: f.leaf(t, sctList(t, f.signed(t, l.log, flip))), issuer: f.ca.cert, logs: logs, want: sct.ErrInvalid, p384: p384})
 	}
+	weakLog := newLog(t, weak)
+	cs = append(cs, verifyCase{name: "RSA of 1024 bits", leaf: f.leaf(t, sctList(t, f.signed(t, weakLog, nil))), issuer: f.ca.cert,
+		logs: map[[32]byte]crypto.PublicKey{weakLog.id: weak.Public()}, want: sct.ErrInvalid})
 	return append(cs, verifyCase{name: "SHA-384", leaf: f.leaf(t, sctList(t, f.signed(t, sha384, nil))), issuer: f.ca.cert,
 		logs: map[[32]byte]crypto.PublicKey{sha384.id: sha384.key.Public()}, want: sct.ErrInvalid, differs: "RFC 6962 logs sign with SHA-256"})
 }
@@ -256,6 +279,23 @@ func TestVerifyPublicGoodCertificates(t *testing.T) {
 		}
 		if err := sct.Verify(leaf, other, logs); !errors.Is(err, sct.ErrInvalid) {
 			t.Errorf("leaf %d with another issuer: Verify: %v, want %v", i, err, sct.ErrInvalid)
+		}
+	}
+}
+
+func TestVerifyRefusesMissingCertificates(t *testing.T) {
+	f := newFixture(t)
+	leaf := f.leaf(t, sctList(t, f.signed(t, f.log, nil)))
+	for _, c := range []struct {
+		name         string
+		leaf, issuer *x509.Certificate
+	}{
+		{"no leaf", nil, f.ca.cert},
+		{"no issuer", leaf, nil},
+		{"leaf without TBSCertificate", &x509.Certificate{}, f.ca.cert},
+	} {
+		if err := sct.Verify(c.leaf, c.issuer, f.logs); !errors.Is(err, sct.ErrInvalid) {
+			t.Errorf("%s: Verify: %v, want %v", c.name, err, sct.ErrInvalid)
 		}
 	}
 }

@@ -31,9 +31,11 @@ func sigstoreAccepts(leaf, issuer *x509.Certificate, logs map[[32]byte]crypto.Pu
 }
 
 func TestVerifyAgreesWithSigstoreGo(t *testing.T) {
-	allowP384(t)
 	for _, c := range verifyCases(t) {
 		t.Run(c.name, func(t *testing.T) {
+			if c.p384 {
+				allowP384(t)
+			}
 			err := sct.Verify(c.leaf, c.issuer, c.logs)
 			if oracle := sigstoreAccepts(c.leaf, c.issuer, c.logs); oracle != (err == nil) && c.differs == "" {
 				t.Errorf("Verify: %v; sigstore-go accepts: %v", err, oracle)
