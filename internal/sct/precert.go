@@ -26,7 +26,7 @@ func precertTBS(raw []byte) (tbs, ext []byte, err error) {
 	b := cryptobyte.NewBuilder(make([]byte, 0, len(raw)))
 	b.AddASN1(asn1.SEQUENCE, func(b *cryptobyte.Builder) {
 		for !body.Empty() {
-			var field, exts cryptobyte.String
+			var field, wrapped, exts cryptobyte.String
 			var tag asn1.Tag
 			if !body.ReadAnyASN1Element(&field, &tag) {
 				b.SetError(fmt.Errorf("%w: TBSCertificate field is not DER", ErrInvalid))
@@ -36,7 +36,7 @@ func precertTBS(raw []byte) (tbs, ext []byte, err error) {
 				b.AddBytes(field)
 				continue
 			}
-			if seen || !field.ReadASN1(&exts, tagExtensions) || !exts.ReadASN1(&exts, asn1.SEQUENCE) || !field.Empty() {
+			if seen || !field.ReadASN1(&wrapped, tagExtensions) || !wrapped.ReadASN1(&exts, asn1.SEQUENCE) || !wrapped.Empty() {
 				b.SetError(fmt.Errorf("%w: TBSCertificate extensions are not one DER SEQUENCE", ErrInvalid))
 				return
 			}

@@ -16,12 +16,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	ct "github.com/google/certificate-transparency-go"
 	"github.com/google/certificate-transparency-go/ctutil"
 	ctx509 "github.com/google/certificate-transparency-go/x509"
 	"github.com/google/certificate-transparency-go/x509util"
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"github.com/catalogsync/catalogsync/internal/sct"
 )
@@ -311,4 +314,64 @@ func readPEM(t *testing.T, name string) [][]byte {
 		ders = append(ders, b.Bytes)
 	}
 	return ders
+}
+
+// TestVerifyRefusesNonDERTBSCertificate changes the encoding of a leaf
+// whose SCT is valid: what is not DER is refused, not re-encoded.
+func TestVerifyRefusesNonDERTBSCertificate(t *testing.T) {
+	f := newFixture(t)
+	list := sctList(t, f.signed(t, f.log, nil))
+	tbs := f.leaf(t, list).RawTBSCertificate
+	dup, err := asn1.Marshal(pkix.Extension{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 11129, 2, 4, 2}, Value: list})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		tbs  []byte
+	}{
+		{"byte after the TBSCertificate", append(slices.Clone(tbs), 0)},
+		{"length not in its shortest form", append([]byte{0x30, 0x83, 0}, tbs[2:]...)},
+		{"NULL after the extensions", withExtensions(t, tbs, func(b *cryptobyte.Builder, exts []byte) {
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) { b.AddBytes(exts) })
+			b.AddBytes([]byte{0x05, 0x00})
+		})},
+		{"SCT list extension twice", withExtensions(t, tbs, func(b *cryptobyte.Builder, exts []byte) {
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) { b.AddBytes(exts); b.AddBytes(dup) })
+		})},
+	} {
+		if err := sct.Verify(&x509.Certificate{RawTBSCertificate: c.tbs}, f.ca.cert, f.logs); !errors.Is(err, sct.ErrInvalid) {
+			t.Errorf("%s: Verify: %v, want %v", c.name, err, sct.ErrInvalid)
+		}
+	}
+	if err := sct.Verify(&x509.Certificate{RawTBSCertificate: tbs}, f.ca.cert, f.logs); err != nil {
+		t.Errorf("unchanged: Verify: %v", err)
+	}
+}
+
+// withExtensions returns tbs with the content of its extensions field,
+// [3], made by add from the extensions it holds.
+func withExtensions(t *testing.T, tbs []byte, add func(b *cryptobyte.Builder, exts []byte)) []byte {
+	tag := cbasn1.Tag(3).Constructed().ContextSpecific()
+	in := cryptobyte.String(tbs)
+	var body cryptobyte.String
+	if !in.ReadASN1(&body, cbasn1.SEQUENCE) {
+		t.Fatal("TBSCertificate is not a SEQUENCE")
+	}
+	b := cryptobyte.NewBuilder(nil)
+	b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+		for !body.Empty() {
+			var field, wrapped, exts cryptobyte.String
+			var ftag cbasn1.Tag
+			if !body.ReadAnyASN1Element(&field, &ftag) {
+				t.Fatal("TBSCertificate field is not DER")
+			}
+			if ftag != tag || !field.ReadASN1(&wrapped, tag) || !wrapped.ReadASN1(&exts, cbasn1.SEQUENCE) {
+				b.AddBytes(field)
+				continue
+			}
+			b.AddASN1(tag, func(b *cryptobyte.Builder) { add(b, exts) })
+		}
+	})
+	return b.BytesOrPanic()
 }
