@@ -73,7 +73,8 @@ func dropSCTList(b *cryptobyte.Builder, exts cryptobyte.String) (value []byte, f
 			b.AddBytes(elem)
 			continue
 		}
-		if found || !e.SkipOptionalASN1(asn1.BOOLEAN) || !e.ReadASN1(&v, asn1.OCTET_STRING) || !e.Empty() {
+		var critical bool // either way: the log signed the extensions without it
+		if found || (e.PeekASN1Tag(asn1.BOOLEAN) && !e.ReadASN1Boolean(&critical)) || !e.ReadASN1(&v, asn1.OCTET_STRING) || !e.Empty() {
 			b.SetError(fmt.Errorf("%w: SCT list extension is repeated or not DER", ErrInvalid))
 			return nil, false
 		}

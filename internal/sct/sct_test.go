@@ -339,6 +339,19 @@ func TestVerifyRefusesNonDERTBSCertificate(t *testing.T) {
 		{"SCT list extension twice", withExtensions(t, tbs, func(b *cryptobyte.Builder, exts []byte) {
 			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) { b.AddBytes(exts); b.AddBytes(dup) })
 		})},
+		{"SCT list extension's critical flag of 2 bytes", withExtensions(t, tbs, func(b *cryptobyte.Builder, exts []byte) {
+			if !bytes.HasSuffix(exts, dup) {
+				t.Fatal("the SCT list extension is not last")
+			}
+			b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+				b.AddBytes(exts[:len(exts)-len(dup)])
+				b.AddASN1(cbasn1.SEQUENCE, func(b *cryptobyte.Builder) {
+					b.AddASN1ObjectIdentifier([]int{1, 3, 6, 1, 4, 1, 11129, 2, 4, 2})
+					b.AddASN1(cbasn1.BOOLEAN, func(b *cryptobyte.Builder) { b.AddBytes([]byte{1, 1}) })
+					b.AddASN1OctetString(list)
+				})
+			})
+		})},
 	} {
 		if err := sct.Verify(&x509.Certificate{RawTBSCertificate: c.tbs}, f.ca.cert, f.logs); !errors.Is(err, sct.ErrInvalid) {
 			t.Errorf("%s: Verify: %v, want %v", c.name, err, sct.ErrInvalid)
