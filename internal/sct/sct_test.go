@@ -18,6 +18,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	ct "github.com/google/certificate-transparency-go"
 	"github.com/google/certificate-transparency-go/ctutil"
@@ -387,4 +388,36 @@ func withExtensions(t *testing.T, tbs []byte, add func(b *cryptobyte.Builder, ex
 		}
 	})
 	return b.BytesOrPanic()
+}
+
+// windowCase is a valid SCT's log trusted for a time, and what
+// VerifyLogs says.
+type windowCase struct {
+	name       string
+	start, end time.Time
+	want       error
+}
+
+func windowCases(t *testing.T) (*fixture, *x509.Certificate, []windowCase) {
+	f := newFixture(t)
+	leaf := f.leaf(t, sctList(t, f.signed(t, f.log, nil)))
+	at := time.UnixMilli(1767323045000) // the SCT's timestamp
+	return f, leaf, []windowCase{
+		{name: "always"},
+		{name: "around", start: at.Add(-time.Hour), end: at.Add(time.Hour)},
+		{name: "from then", start: at},
+		{name: "until then", end: at},
+		{name: "from later", start: at.Add(time.Millisecond), want: sct.ErrUnknownLog},
+		{name: "until before", end: at.Add(-time.Millisecond), want: sct.ErrUnknownLog},
+	}
+}
+
+func TestVerifyLogsSkipsSCTsOutsideTheirLogsTime(t *testing.T) {
+	f, leaf, cases := windowCases(t)
+	for _, c := range cases {
+		logs := map[[32]byte]sct.Log{f.log.id: {Key: f.log.key.Public(), Start: c.start, End: c.end}}
+		if err := sct.VerifyLogs(leaf, f.ca.cert, logs); !errors.Is(err, c.want) || (err == nil) != (c.want == nil) {
+			t.Errorf("%s: VerifyLogs: %v, want %v", c.name, err, c.want)
+		}
+	}
 }
