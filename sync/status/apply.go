@@ -287,7 +287,7 @@ func (w *Writer) apply(ctx context.Context, en *entry, manager, rv string, st *S
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.stats.Applies++
-			en.applied, en.appliedRV = o.status, o.rv
+			en.applied, en.appliedRV, en.appliedBy = o.status, o.rv, o.progressOwner
 			en.ours = append(en.ours, o.rv)
 			if len(en.ours) > 16 {
 				en.ours = en.ours[1:]
@@ -352,7 +352,7 @@ func (w *Writer) applyLabel(ctx context.Context, en *entry) error {
 	// The answer is the object with its status: the status apply that
 	// follows starts from it, not from the version before the label.
 	if o, err := parseObject(got); err == nil {
-		en.applied, en.appliedRV = cmp.Or(o.status, &Status{}), o.rv
+		en.applied, en.appliedRV, en.appliedBy = cmp.Or(o.status, &Status{}), o.rv, o.progressOwner
 	}
 	return nil
 }

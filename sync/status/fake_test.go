@@ -36,6 +36,8 @@ type fakeCluster struct {
 	labelErr     error              // fails label applies only
 	owners       []string           // managers, least recent apply first
 	applied      map[string]*Status // each manager's last status apply
+	appliedAt    map[string]time.Time
+	now          func() time.Time // the apiserver's clock, for managedFields times
 	applies      []fakeApply
 	failErr      error            // returned by every apply while set
 	failFor      map[string]error // fails the status applies of one field manager
@@ -50,7 +52,7 @@ type fakeApply struct {
 
 func newFakeCluster(name, image string) *fakeCluster {
 	return &fakeCluster{cat: ClusterCatalog{Catalog: catalogspec.Catalog{Name: name, Image: catalogspec.ParseImage(image)}, AvailabilityMode: AvailabilityModeAvailable, Generation: 1},
-		rv: 1, labels: map[string]string{}, applied: map[string]*Status{}}
+		rv: 1, labels: map[string]string{}, applied: map[string]*Status{}, appliedAt: map[string]time.Time{}, now: time.Now}
 }
 
 var _ applier = (*fakeCluster)(nil)
@@ -77,6 +79,7 @@ func (f *fakeCluster) ApplyStatus(ctx context.Context, name string, obj *unstruc
 	f.applies = append(f.applies, fakeApply{manager: opts.FieldManager, status: &st})
 	f.owners = append(slices.DeleteFunc(f.owners, func(m string) bool { return m == opts.FieldManager }), opts.FieldManager)
 	f.applied[opts.FieldManager] = &st
+	f.appliedAt[opts.FieldManager] = f.now().UTC().Truncate(time.Second)
 	f.rv++
 	return f.objectLocked(), nil
 }
@@ -160,11 +163,12 @@ func (f *fakeCluster) objectLocked() *unstructured.Unstructured {
 		"status": status,
 	}}
 	// The Progressing condition belongs to whoever applied it last, as
-	// server-side apply with force gives it.
+	// server-side apply with force gives it, since that apply.
 	for _, m := range slices.Backward(f.owners) {
 		if f.applied[m].Condition(TypeProgressing) != nil {
+			at := metav1.NewTime(f.appliedAt[m])
 			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: m, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status",
-				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"Progressing\"}":{}}}}`)}})
+				Time: &at, FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"Progressing\"}":{}}}}`)}})
 			break
 		}
 	}
@@ -275,6 +279,9 @@ func newRigOn(t *testing.T, fc *fakeCluster) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fc.mu.Lock()
+	fc.now = r.clock // one clock for the test's writer and apiserver
+	fc.mu.Unlock()
 	t.Cleanup(w.queue.ShutDown)
 	r.w = w
 	return r

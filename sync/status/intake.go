@@ -36,7 +36,7 @@ func (w *Writer) Observe(e pipeline.Event) {
 		gen = en.attemptGen
 	}
 	if e.Terminal() {
-		en.outcome, en.live, en.endedAt = outcomeOf(e, gen), nil, e.Time
+		en.outcome, en.live, en.endedAt, en.yielded = outcomeOf(e, gen), nil, e.Time, false
 		en.ptrStale = true
 	} else {
 		// The outcome before this sync gives the reason: the vocabulary
@@ -127,17 +127,19 @@ func (w *Writer) ObserveWait(wt pipeline.Wait) {
 }
 
 // Flush waits until the end of the catalog's last sync that ended at or
-// after since is on the status (or there is nothing to write), or ctx
-// ends; then the sync's lease may go to the next holder. A sync whose end
-// could not be written in time writes it later only if nobody else wrote
-// the condition meanwhile.
+// after since is on the status (or there is nothing to write, or it is
+// held back for another replica's running sync), or ctx ends; then the
+// sync's lease may go to the next holder. A sync whose end could not be
+// written in time writes it later only if nobody else wrote the condition
+// meanwhile.
 func (w *Writer) Flush(ctx context.Context, name string, since time.Time) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
 		w.mu.Lock()
 		en := w.entries[name]
-		done := en == nil || en.other != "" || (!en.endedAt.IsZero() && !en.endedAt.Before(since) && !en.flushed.Before(en.endedAt))
+		done := en == nil || en.other != "" || (!en.endedAt.IsZero() && !en.endedAt.Before(since) &&
+			(!en.flushed.Before(en.endedAt) || en.yielded))
 		if !done && ctx.Err() != nil && en.live == nil {
 			en.late = true
 		}

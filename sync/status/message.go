@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
@@ -43,6 +45,21 @@ func progressMessage(image string, e pipeline.Event) string {
 		return "Publishing " + d
 	}
 	return string(e.Phase) + " " + d
+}
+
+// runningMessage reports whether c says that a sync runs or waits to
+// start, in the words progressMessage and waitMessage begin with.
+func runningMessage(c *metav1.Condition) bool {
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return false
+	}
+	word, _, _ := strings.Cut(c.Message, " ")
+	switch pipeline.Phase(word) {
+	case pipeline.PhaseResolving, pipeline.PhasePulling, pipeline.PhaseUnpacking,
+		pipeline.PhaseValidating, pipeline.PhaseIndexing, pipeline.PhasePublishing:
+		return true
+	}
+	return word == "Waiting"
 }
 
 // successMessage describes a finished sync.

@@ -6,14 +6,17 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/catalogsync/catalogsync/storage/catalog"
 )
 
 // rendered is the status a step computed, and what it was computed from.
 type rendered struct {
 	now     time.Time
-	base    *Status // the status the server has, as far as known
-	rv      string  // its resourceVersion
-	endedAt time.Time
+	base    *Status           // the status the server has, as far as known
+	rv      string            // its resourceVersion
+	by      owner             // who owns its Progressing condition
+	endedAt time.Time         // the last sync's end, marked written after the step; zero while held back
 	serv    *Status           // the fields that follow from the pointer
 	prog    *metav1.Condition // this replica's Progressing, nil if nothing to say
 	key     string            // the kind of state prog shows
@@ -24,12 +27,12 @@ type rendered struct {
 func (w *Writer) render(en *entry, o object) rendered {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r := rendered{now: w.now(), base: en.applied, rv: en.appliedRV, endedAt: en.endedAt}
+	r := rendered{now: w.now(), base: en.applied, rv: en.appliedRV, by: en.appliedBy, endedAt: en.endedAt}
 	if r.base == nil {
-		r.base, r.rv = o.status, o.rv
+		r.base, r.rv, r.by = o.status, o.rv, o.progressOwner
 	}
 	r.serv = w.renderServingLocked(en, o, r.base, r.now)
-	r.prog, r.key, r.hold = w.renderProgressLocked(en, o, r.base, r.now)
+	r.prog, r.key, r.hold = w.renderProgressLocked(en, o, &r)
 	return r
 }
 
@@ -68,12 +71,12 @@ func (w *Writer) renderServingLocked(en *entry, o object, base *Status, now time
 }
 
 // renderProgressLocked computes the Progressing condition this replica
-// has to say, the key of its state, and how long a new sync is still held
-// back. It returns nil when this replica has nothing to say: no sync of
-// its own, or the end of its last one is written already (a later sync,
-// maybe another replica's, owns the condition since).
-func (w *Writer) renderProgressLocked(en *entry, o object, base *Status, now time.Time) (*metav1.Condition, string, time.Duration) {
-	gen := o.cat.Generation
+// has to say, the key of its state, and how long until it may have more
+// to say (a new sync or its end held back). It returns nil when this
+// replica has nothing to say: no sync of its own, or the end of its last
+// one is written already or not to be written (endLocked).
+func (w *Writer) renderProgressLocked(en *entry, o object, r *rendered) (*metav1.Condition, string, time.Duration) {
+	gen, base, now := o.cat.Generation, r.base, r.now
 	if o.cat.Unavailable() {
 		// As catalogd: done with what was asked.
 		c := &metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: msgUserUnavailable, ObservedGeneration: gen}
@@ -85,25 +88,24 @@ func (w *Writer) renderProgressLocked(en *entry, o object, base *Status, now tim
 		return c, key, 0
 	}
 	var p *progress
-	var hold time.Duration
+	var hold soonest
 	if en.outcome != nil && en.flushed.Before(en.endedAt) {
-		p = en.outcome
-		if en.late && o.progressOwner != "" && o.progressOwner != w.progressManager() {
-			p = nil // the next holder wrote since: this end is old news
-		}
+		var d time.Duration
+		p, d = w.endLocked(en, r)
+		hold.add(d)
 	}
 	if en.waiting != nil {
 		p = en.waiting
 	}
 	if en.live != nil {
 		if now.Before(en.holdUntil) {
-			hold = en.holdUntil.Sub(now)
+			hold.add(en.holdUntil.Sub(now))
 		} else {
 			p = en.live
 		}
 	}
 	if p == nil {
-		return nil, "", hold
+		return nil, "", time.Duration(hold)
 	}
 	c := &metav1.Condition{Type: TypeProgressing, Status: p.status, Reason: p.reason, Message: p.message, ObservedGeneration: p.generation}
 	if p.upToDate {
@@ -116,7 +118,36 @@ func (w *Writer) renderProgressLocked(en *entry, o object, base *Status, now tim
 		}
 	}
 	keepTransition(c, base, now)
-	return c, p.key, hold
+	return c, p.key, time.Duration(hold)
+}
+
+// endLocked returns the end of this replica's last sync if it is still to
+// be written over the Progressing condition r.base has, else nil and how
+// long until it should be looked at again.
+func (w *Writer) endLocked(en *entry, r *rendered) (*progress, time.Duration) {
+	if r.by.manager == "" || r.by.manager == w.progressManager() {
+		return en.outcome, 0
+	}
+	if en.late {
+		return nil, 0 // the next holder wrote since: this end is old news
+	}
+	if !en.outcome.upToDate {
+		return en.outcome, 0
+	}
+	// An up-to-date sync has nothing new to say. Written over another
+	// replica's running sync it would move the status back, and that
+	// replica's next write would undo it; unless that report is older
+	// than a lease, which a live holder renews: then the holder is gone.
+	running := runningMessage(r.base.Condition(TypeProgressing))
+	if left := r.by.at.Add(catalog.DefaultLeaseTTL).Sub(r.now); running && left > 0 {
+		en.yielded = true
+		r.endedAt = time.Time{} // not on the status, still to be written
+		return nil, left
+	}
+	if en.yielded && !running {
+		return nil, 0 // that replica reported its end since: ours is old news
+	}
+	return en.outcome, 0
 }
 
 // keepTransition moves a condition's transition time only when its

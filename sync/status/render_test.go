@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/sync/catalogspec"
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 )
@@ -583,30 +584,78 @@ func TestRenderStalePointerDoesNotMoveServingBack(t *testing.T) {
 
 // An up-to-date poll keeps the message of the sync that did the work only
 // when that message is a success of this generation naming this digest.
+// A running sync reported by this replica's earlier process is over and
+// is replaced; one reported by another replica just now is left to it.
 func TestRenderUpToDateKeepsOnlyItsOwnMessage(t *testing.T) {
 	t.Parallel()
 	upToDate := "Published " + digest1 + " (up to date)"
 	for _, tc := range []struct {
-		name, reason, msg string
-		gen               int64
-		want              string
+		name, by, reason, msg string
+		gen                   int64
+		want                  string
 	}{
-		{"the work's message", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 1, "Published " + digest1 + " in 2.0s"},
-		{"another digest", ReasonSucceeded, "Published " + digest2 + " in 2.0s", 1, upToDate},
-		{"a failure", ReasonRetrying, "Published " + digest1 + " in 2.0s", 1, upToDate},
-		{"an older generation", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 0, upToDate},
-		{"not a success message", ReasonSucceeded, "Pulling " + digest1, 1, upToDate},
+		{"the work's message", "r1", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 1, "Published " + digest1 + " in 2.0s"},
+		{"another digest", "r1", ReasonSucceeded, "Published " + digest2 + " in 2.0s", 1, upToDate},
+		{"a failure", "r1", ReasonRetrying, "Published " + digest1 + " in 2.0s", 1, upToDate},
+		{"an older generation", "r1", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 0, upToDate},
+		{"not a success message", "r1", ReasonSucceeded, "Pulling " + digest1, 1, upToDate},
+		{"another replica's work", "r2", ReasonSucceeded, "Published " + digest1 + " in 2.0s", 1, "Published " + digest1 + " in 2.0s"},
+		{"another replica's running sync", "r2", ReasonSucceeded, "Pulling " + digest1, 1, "Pulling " + digest1},
 	} {
-		fc := newFakeCluster("cat", testImage)
-		applyAs(t, fc, DefaultFieldManager+"/r1", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+		r := newRig(t)
+		applyAs(t, r.fc, DefaultFieldManager+"/"+tc.by, metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
 			Reason: tc.reason, Message: tc.msg, ObservedGeneration: tc.gen})
-		r := newRigOn(t, fc)
 		r.fc.publish(digest1, r.clock())
 		r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
 		published(r, digest1, pipeline.ActionUpToDate)
 		r.mustWrite()
 		if got := r.cond(TypeProgressing).Message; got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An up-to-date sync's end waits while another replica's report of a
+// running sync is younger than a lease (that replica is alive and writes
+// its own end), without holding the lease; once the report is older, its
+// replica is gone and the end replaces it. An end that replica reports
+// meanwhile makes this one old news.
+func TestRenderUpToDateYieldsToAnotherReplicasRunningSync(t *testing.T) {
+	t.Parallel()
+	const pulling = "Pulling sha256:222222222222… layer 1/1: 1.0/3.0 MB"
+	for _, otherEnds := range []bool{false, true} {
+		r := newRig(t)
+		r.fc.publish(digest1, r.clock())
+		applyAs(t, r.fc, DefaultFieldManager+"/r2", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+			Reason: ReasonSucceeded, Message: pulling, ObservedGeneration: 1})
+		start := r.clock()
+		r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+		r.advance(300 * time.Millisecond)
+		published(r, digest1, pipeline.ActionUpToDate)
+		wait := r.mustWrite()
+		if got := r.cond(TypeProgressing).Message; got != pulling {
+			t.Fatalf("Progressing %q over another replica's running sync, want its %q", got, pulling)
+		}
+		if ttl := catalog.DefaultLeaseTTL; wait <= ttl-2*time.Second || wait > ttl {
+			t.Errorf("asked to look again in %v, want when the report is a lease old (%v)", wait, ttl)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if r.w.Flush(ctx, "cat", start); ctx.Err() != nil {
+			t.Fatal("Flush held the lease for an end that waits for another replica")
+		}
+		cancel()
+		want := "Published " + digest1 + " (up to date)"
+		if otherEnds {
+			want = "Published " + digest2 + " in 4.0s"
+			r.fc.publish(digest2, r.clock())
+			applyAs(t, r.fc, DefaultFieldManager+"/r2", metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionTrue,
+				Reason: ReasonSucceeded, Message: want, ObservedGeneration: 1})
+			r.w.sourceEvent("cat")
+		}
+		r.advance(wait)
+		r.mustWrite()
+		if got := r.cond(TypeProgressing).Message; got != want {
+			t.Errorf("other replica ends %v: Progressing %q a lease later, want %q", otherEnds, got, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -478,4 +479,105 @@ func TestServingFromStorageWithoutSync(t *testing.T) {
 	rec.wait(15*time.Second, "Serving False/Unavailable", func(v seen) bool {
 		return isCond(v, TypeServing, metav1.ConditionFalse, ReasonUnavailable)
 	})
+}
+
+// replicaWriter is one replica's ClusterCatalogs and Writer, with a clock
+// the test moves ahead of the real one.
+type replicaWriter struct {
+	src    *ClusterCatalogs
+	w      *Writer
+	ahead  atomic.Int64 // nanoseconds added to time.Now
+	cancel context.CancelFunc
+}
+
+func startReplicaWriter(t *testing.T, c *cluster, r *registry, replica string, opts ...WriterOption) *replicaWriter {
+	t.Helper()
+	rw := &replicaWriter{src: NewClusterCatalogs(c.dyn, WithClusterCatalogsLogger(testLogger(t)))}
+	clock := func() time.Time { return time.Now().Add(time.Duration(rw.ahead.Load())) }
+	opts = append([]WriterOption{WithWriterReplica(replica), WithWriterLogger(testLogger(t)), func(w *Writer) { w.now = clock }}, opts...)
+	w, err := NewWriter(c.dyn, rw.src, r.store, testBaseURL, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw.w = w
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { rw.src.Run(ctx); done <- struct{}{} }()
+	go func() { w.Run(ctx); done <- struct{}{} }()
+	rw.cancel = sync.OnceFunc(func() { cancel(); <-done; <-done })
+	t.Cleanup(rw.cancel)
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := rw.src.WaitForSync(wctx); err != nil {
+		t.Fatal(err)
+	}
+	return rw
+}
+
+// progressOwner is the Progressing condition's owner in rw's informer.
+func (rw *replicaWriter) progressOwner(name string) string {
+	o, _ := rw.src.get(name)
+	return o.progressOwner.manager
+}
+
+// Two replicas on a real apiserver: while replica a reports a running
+// sync, replica b's sync that finds the catalog up to date leaves a's
+// report alone; once a's report is older than a lease (a died), b's end
+// replaces it.
+func TestUpToDateLeavesAnotherReplicasRunningSync(t *testing.T) {
+	c := startCluster(t)
+	r := startRegistry(t)
+	ref, digest := r.push("yield/catalog:v1", catalogImage(t, "tiny"))
+	cat := catalogspec.Catalog{Name: "yield", Image: catalogspec.ParseImage(ref)}
+	if _, err := r.pl.Run(context.Background(), cat); err != nil {
+		t.Fatal(err)
+	}
+	c.create(t, "yield", ref)
+	rec := record(t, c, "yield")
+	a := startReplicaWriter(t, c, r, "a")
+	// b's own sync is not shown running: its end is what is tested.
+	b := startReplicaWriter(t, c, r, "b", WithQuietPeriod(time.Hour))
+
+	a.w.Observe(pipeline.Event{Catalog: "yield", Phase: pipeline.PhaseResolving, Time: time.Now()})
+	a.w.Observe(pipeline.Event{Catalog: "yield", Phase: pipeline.PhasePulling, Time: time.Now(), Digest: digest2,
+		Layer: 1, Layers: 1, BytesDone: 1 << 20, BytesTotal: 3 << 20})
+	running, _ := rec.wait(30*time.Second, "a's Pulling", func(v seen) bool { return phaseOf(v.cond(TypeProgressing).Message) == "Pulling" })
+	if err := eventually(30*time.Second, func() error {
+		if got := b.progressOwner("yield"); got != DefaultFieldManager+"/a" {
+			return fmt.Errorf("b sees Progressing owned by %q", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := r.pl.Run(context.Background(), cat, b.w)
+	if err != nil || res.Action != pipeline.ActionUpToDate {
+		t.Fatalf("b's sync: %v %v, want UpToDate", res.Action, err)
+	}
+	// Wait until b's Writer has dealt with its end: held back, or written.
+	if err := eventually(30*time.Second, func() error {
+		b.w.mu.Lock()
+		defer b.w.mu.Unlock()
+		if en := b.w.entries["yield"]; en == nil || en.outcome == nil || (!en.yielded && en.flushed.Before(en.endedAt)) {
+			return errors.New("b's end not dealt with")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.get(t, "yield"); (seen{status: got.status}).cond(TypeProgressing).Message != running.cond(TypeProgressing).Message {
+		t.Fatalf("b's up-to-date end replaced a's running sync: Progressing owned by %s; saw:\n%s",
+			got.progressOwner.manager, describe(rec.versions()))
+	}
+
+	// a dies; b's clock passes the lease's lifetime after a's last write.
+	a.cancel()
+	b.ahead.Store(int64(catalog.DefaultLeaseTTL + 2*time.Second))
+	b.w.Refresh("yield")
+	want := "Published " + digest + " (up to date)"
+	rec.wait(30*time.Second, "b's end over a's stale report", func(v seen) bool { return v.cond(TypeProgressing).Message == want })
+	if got := c.get(t, "yield").progressOwner.manager; got != DefaultFieldManager+"/b" {
+		t.Errorf("Progressing owned by %q, want b", got)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -128,8 +129,8 @@ type object struct {
 	rv      string
 	labeled bool
 	status  *Status // nil when the object has no status, or it does not parse
-	// progressOwner is the field manager owning the Progressing condition.
-	progressOwner string
+	// progressOwner is who owns the Progressing condition.
+	progressOwner owner
 	// other says why another controller (catalogd) manages the object,
 	// "" when none does.
 	other string
@@ -140,9 +141,17 @@ type object struct {
 // fbcDeletionFinalizer).
 const CatalogdFinalizer = "olm.operatorframework.io/delete-server-cache"
 
+// owner is the field manager owning the Progressing condition of an
+// object version, and when it last changed it: the managedFields time,
+// whole seconds by the apiserver's clock, zero when not recorded.
+type owner struct {
+	manager string
+	at      time.Time
+}
+
 // managedBy reads, from the finalizers and managedFields, whether catalogd
 // manages u, and which manager owns its Progressing condition.
-func managedBy(u *unstructured.Unstructured) (other, progressOwner string) {
+func managedBy(u *unstructured.Unstructured) (other string, progress owner) {
 	if slices.Contains(u.GetFinalizers(), CatalogdFinalizer) {
 		other = "finalizer " + CatalogdFinalizer
 	}
@@ -151,15 +160,18 @@ func managedBy(u *unstructured.Unstructured) (other, progressOwner string) {
 			continue
 		}
 		owns := strings.Contains(mf.FieldsV1.GetRawString(), `k:{\"type\":\"Progressing\"}`)
-		if owns && (progressOwner == "" || mf.Operation == metav1.ManagedFieldsOperationApply) {
-			progressOwner = mf.Manager
+		if owns && (progress.manager == "" || mf.Operation == metav1.ManagedFieldsOperationApply) {
+			progress = owner{manager: mf.Manager}
+			if mf.Time != nil {
+				progress.at = mf.Time.Time
+			}
 		}
 		// catalogd writes its status with Update as its binary's name.
 		if other == "" && mf.Subresource == "status" && strings.Contains(mf.Manager, "catalogd") {
 			other = "status field manager " + mf.Manager
 		}
 	}
-	return other, progressOwner
+	return other, progress
 }
 
 // parseObject reads the fields the service uses. A malformed spec is an

@@ -48,8 +48,8 @@ func TestManagedBy(t *testing.T) {
 		u.SetFinalizers(tc.finalizers)
 		u.SetManagedFields(tc.mf)
 		other, owner := managedBy(u)
-		if other != tc.other || owner != tc.owner {
-			t.Errorf("%s: (%q, %q), want (%q, %q)", tc.name, other, owner, tc.other, tc.owner)
+		if other != tc.other || owner.manager != tc.owner {
+			t.Errorf("%s: (%q, %q), want (%q, %q)", tc.name, other, owner.manager, tc.other, tc.owner)
 		}
 	}
 }

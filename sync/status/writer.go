@@ -230,11 +230,16 @@ type entry struct {
 	// late: the sync ended but its end was not written before the lease
 	// went to the next holder; written only if nobody else wrote since.
 	late bool
+	// yielded: the end, up to date, was held back for another replica's
+	// report of a running sync; written once that report is older than a
+	// lease, dropped once that replica reports an end.
+	yielded bool
 	// holdUntil delays showing a new sync of a settled catalog.
 	holdUntil time.Time
 	ptrStale  bool     // read the pointer again before rendering
 	applied   *Status  // the status the server has, as our last apply returned it
 	appliedRV string   // its resourceVersion
+	appliedBy owner    // who owns its Progressing condition
 	ours      []string // resourceVersions our applies produced
 	other     string   // why another controller manages it ("" if none)
 	waitShown bool     // a wait of the sync to come is on the status
