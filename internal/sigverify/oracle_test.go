@@ -99,18 +99,26 @@ type signing struct {
 	dsse      bool
 	statement []byte    // the DSSE payload; a statement of the artifact when nil
 	at        time.Time // the integrated time; in the certificate's validity when zero
+	certFrom  time.Time // the certificate's start; now when zero
 }
 
 // make signs and returns the bundle: a v0.1 bundle (inclusion promise)
 // for a message signature, v0.3 (promise and inclusion proof) for DSSE;
 // with a timestamp of the signature.
-func (s signing) make(t *testing.T) *protobundle.Bundle {
+func (s signing) make(t testing.TB) *protobundle.Bundle {
 	t.Helper()
 	at := s.at
 	if at.IsZero() {
 		at = time.Now().Add(5 * time.Minute)
 	}
-	leaf, key := s.v.leaf(t, s.identity, s.issuer, s.legacy)
+	from := s.certFrom
+	if from.IsZero() {
+		from = time.Now()
+	}
+	if s.at.IsZero() {
+		at = from.Add(5 * time.Minute)
+	}
+	leaf, key := s.v.leaf(t, s.identity, s.issuer, s.legacy, from)
 	b := &protobundle.Bundle{MediaType: mediaV01, VerificationMaterial: &protobundle.VerificationMaterial{
 		Content: &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: leaf.Raw}},
 	}}
@@ -143,12 +151,12 @@ func (s signing) make(t *testing.T) *protobundle.Bundle {
 	return b
 }
 
-func ecSign(t *testing.T, key *ecdsa.PrivateKey, msg []byte) []byte {
+func ecSign(t testing.TB, key *ecdsa.PrivateKey, msg []byte) []byte {
 	sum := sha256.Sum256(msg)
 	return ecSignDigest(t, key, sum[:])
 }
 
-func ecSignDigest(t *testing.T, key *ecdsa.PrivateKey, digest []byte) []byte {
+func ecSignDigest(t testing.TB, key *ecdsa.PrivateKey, digest []byte) []byte {
 	t.Helper()
 	sig, err := ecdsa.SignASN1(rand.Reader, key, digest)
 	if err != nil {
@@ -162,7 +170,7 @@ func statementOf(artifact []byte) []byte {
 	return []byte(`{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"catalog","digest":{"sha256":"` + hex.EncodeToString(sum[:]) + `"}}],"predicateType":"https://sigstore.dev/cosign/sign/v1","predicate":{}}`)
 }
 
-func marshal(t *testing.T, b *protobundle.Bundle) []byte {
+func marshal(t testing.TB, b *protobundle.Bundle) []byte {
 	t.Helper()
 	raw, err := protojson.Marshal(b)
 	if err != nil {
@@ -173,7 +181,7 @@ func marshal(t *testing.T, b *protobundle.Bundle) []byte {
 
 // keyOracle is sigstore-go's verdict on a bundle signed with pub, any
 // hint and time, as the key requirement had it.
-func keyOracle(t *testing.T, raw, digest []byte, pub crypto.PublicKey) error {
+func keyOracle(t testing.TB, raw, digest []byte, pub crypto.PublicKey) error {
 	t.Helper()
 	sv, err := signature.LoadVerifier(pub, crypto.SHA256)
 	if err != nil {

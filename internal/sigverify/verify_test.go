@@ -91,8 +91,8 @@ func TestKeylessVerdictsMatchSigstoreGo(t *testing.T) {
 func commonCases(t *testing.T, kind string, b *protobundle.Bundle, s signing, trusted []byte, vs, other *virtual) []diffCase {
 	late, early := s, s
 	late.at, early.at = time.Now().Add(time.Hour), time.Now().Add(-time.Hour)
-	rogue := s
-	rogue.v = other
+	rogue, future := s, s
+	rogue.v, future.certFrom = other, time.Now().Add(30*time.Minute)
 	anotherCert := s
 	noTimestamps := func(b *protobundle.Bundle) { b.VerificationMaterial.TimestampVerificationData = nil }
 	entry := func(f func(b *protobundle.Bundle)) *protobundle.Bundle { return mutated(b, f) }
@@ -109,6 +109,8 @@ func commonCases(t *testing.T, kind string, b *protobundle.Bundle, s signing, tr
 		}), root: trusted, ignoreTlog: true},
 		{name: kind + "/logged after the certificate expired", bundle: late.make(t), root: trusted},
 		{name: kind + "/logged before the certificate", bundle: early.make(t), root: trusted},
+		{name: kind + "/timestamped before the certificate", bundle: future.make(t), root: trusted, ignoreTlog: true},
+		{name: kind + "/timestamped before the certificate, logged in it", bundle: future.make(t), root: trusted},
 		{name: kind + "/unknown log", bundle: b, root: vs.trustedRoot(t, other, false)},
 		{name: kind + "/unknown log, timestamp authority", bundle: b, root: vs.trustedRoot(t, other, false), ignoreTlog: true, accept: true},
 		{name: kind + "/tampered body", bundle: entry(func(c *protobundle.Bundle) {

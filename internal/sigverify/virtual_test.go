@@ -41,7 +41,7 @@ var (
 	oidIssuerV1 = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 1}
 )
 
-func newVirtual(t *testing.T) *virtual {
+func newVirtual(t testing.TB) *virtual {
 	t.Helper()
 	v := &virtual{rootKey: newKey(t), interKey: newKey(t), tsaKey: newKey(t), rekorKey: newKey(t), ctKey: newKey(t)}
 	now := time.Now()
@@ -75,7 +75,7 @@ var serials int64
 
 func serial() *big.Int { serials++; return big.NewInt(serials) }
 
-func newKey(t *testing.T) *ecdsa.PrivateKey {
+func newKey(t testing.TB) *ecdsa.PrivateKey {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func newKey(t *testing.T) *ecdsa.PrivateKey {
 	return k
 }
 
-func issue(t *testing.T, tmpl, parent *x509.Certificate, pub crypto.PublicKey, key *ecdsa.PrivateKey) *x509.Certificate {
+func issue(t testing.TB, tmpl, parent *x509.Certificate, pub crypto.PublicKey, key *ecdsa.PrivateKey) *x509.Certificate {
 	t.Helper()
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
 	if err != nil {
@@ -96,10 +96,10 @@ func issue(t *testing.T, tmpl, parent *x509.Certificate, pub crypto.PublicKey, k
 	return c
 }
 
-// leaf issues a 10-minute signing certificate from now to identity (a
+// leaf issues a 10-minute signing certificate from from to identity (a
 // URI or an email) with issuer in Fulcio's extension (the legacy one when
 // legacy).
-func (v *virtual) leaf(t *testing.T, identity, issuer string, legacy bool) (*x509.Certificate, *ecdsa.PrivateKey) {
+func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from time.Time) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key := newKey(t)
 	ext := pkix.Extension{Id: oidIssuerV1, Value: []byte(issuer)}
@@ -111,7 +111,7 @@ func (v *virtual) leaf(t *testing.T, identity, issuer string, legacy bool) (*x50
 		ext = pkix.Extension{Id: oidIssuerV2, Value: val}
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(), NotBefore: time.Now(), NotAfter: time.Now().Add(10 * time.Minute),
+		SerialNumber: serial(), NotBefore: from, NotAfter: from.Add(10 * time.Minute),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
 		ExtraExtensions: []pkix.Extension{ext},
 	}
@@ -124,7 +124,7 @@ func (v *virtual) leaf(t *testing.T, identity, issuer string, legacy bool) (*x50
 }
 
 // timestamp is the authority's RFC 3161 response for sig, at now.
-func (v *virtual) timestamp(t *testing.T, sig []byte) []byte {
+func (v *virtual) timestamp(t testing.TB, sig []byte) []byte {
 	t.Helper()
 	sum := sha256.Sum256(sig)
 	ts := timestamp.Timestamp{HashAlgorithm: crypto.SHA256, HashedMessage: sum[:], Time: time.Now(), Policy: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 2}}
@@ -144,7 +144,7 @@ func logID(pub crypto.PublicKey) []byte {
 // entry logs body at integratedTime with an inclusion promise and, when
 // proof, an inclusion proof (the second leaf of a tree of two) with its
 // checkpoint.
-func (v *virtual) entry(t *testing.T, kind string, body []byte, integratedTime int64, proof bool) *protorekor.TransparencyLogEntry {
+func (v *virtual) entry(t testing.TB, kind string, body []byte, integratedTime int64, proof bool) *protorekor.TransparencyLogEntry {
 	t.Helper()
 	id := logID(&v.rekorKey.PublicKey)
 	const index = 1
@@ -169,7 +169,7 @@ func (v *virtual) entry(t *testing.T, kind string, body []byte, integratedTime i
 	return e
 }
 
-func (v *virtual) sign(t *testing.T, msg []byte) []byte {
+func (v *virtual) sign(t testing.TB, msg []byte) []byte {
 	t.Helper()
 	sum := sha256.Sum256(msg)
 	sig, err := ecdsa.SignASN1(rand.Reader, v.rekorKey, sum[:])
@@ -180,7 +180,7 @@ func (v *virtual) sign(t *testing.T, msg []byte) []byte {
 }
 
 // checkpoint is the log's signed note on its tree.
-func (v *virtual) checkpoint(t *testing.T, size int, rootHash []byte) string {
+func (v *virtual) checkpoint(t testing.TB, size int, rootHash []byte) string {
 	text := fmt.Sprintf("rekor.localhost - 123\n%d\n%s\n", size, base64.StdEncoding.EncodeToString(rootHash))
 	hint := logID(&v.rekorKey.PublicKey)[:4]
 	return text + "\n\u2014 rekor.localhost " + base64.StdEncoding.EncodeToString(append(hint, v.sign(t, []byte(text))...)) + "\n"
@@ -212,7 +212,7 @@ func dsseEntry(envelope, payload, sig []byte, cert *x509.Certificate) []byte {
 
 // trustedRoot is the trusted_root.json of v's authorities, the log of
 // logs, and v's CT log when ct; sigstore-go writes it.
-func (v *virtual) trustedRoot(t *testing.T, logs *virtual, ct bool) []byte {
+func (v *virtual) trustedRoot(t testing.TB, logs *virtual, ct bool) []byte {
 	t.Helper()
 	now := time.Now()
 	tlog := func(k *ecdsa.PrivateKey) map[string]*root.TransparencyLog {
