@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -72,7 +71,7 @@ func ours(rootJSON, raw, digest []byte, ignoreTlog bool, identity, issuer string
 	if err != nil {
 		return err
 	}
-	k := sigverify.Keyless{Root: tr, IgnoreTlog: ignoreTlog, SCT: noSCT}
+	k := sigverify.Keyless{Root: tr, IgnoreTlog: ignoreTlog}
 	id, err := k.Verify(b, digest)
 	if err != nil {
 		return err
@@ -81,12 +80,6 @@ func ours(rootJSON, raw, digest []byte, ignoreTlog bool, identity, issuer string
 		return errors.New("another identity")
 	}
 	return nil
-}
-
-// noSCT stands for a certificate transparency check: the in-test CA
-// embeds no SCT, so none verifies.
-func noSCT(leaf, issuer *x509.Certificate, logs map[[32]byte]crypto.PublicKey) error {
-	return errors.New("no embedded SCT")
 }
 
 // signing is what a bundle is made of.
@@ -100,6 +93,7 @@ type signing struct {
 	statement []byte    // the DSSE payload; a statement of the artifact when nil
 	at        time.Time // the integrated time; in the certificate's validity when zero
 	certFrom  time.Time // the certificate's start; now when zero
+	sct       bool      // an SCT of the CT log embedded in the certificate
 }
 
 // make signs and returns the bundle: a v0.1 bundle (inclusion promise)
@@ -118,7 +112,7 @@ func (s signing) make(t testing.TB) *protobundle.Bundle {
 	if s.at.IsZero() {
 		at = from.Add(5 * time.Minute)
 	}
-	leaf, key := s.v.leaf(t, s.identity, s.issuer, s.legacy, from)
+	leaf, key := s.v.leaf(t, s.identity, s.issuer, s.legacy, from, s.sct)
 	b := &protobundle.Bundle{MediaType: mediaV01, VerificationMaterial: &protobundle.VerificationMaterial{
 		Content: &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: leaf.Raw}},
 	}}

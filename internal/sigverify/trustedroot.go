@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/catalogsync/catalogsync/internal/sct"
 )
 
 // TrustedRoot is the trust material of a sigstore trusted_root.json: the
@@ -19,7 +21,7 @@ type TrustedRoot struct {
 	cas    []authority
 	tsas   []authority
 	tlogs  map[string]*logKey
-	ctlogs map[[32]byte]crypto.PublicKey
+	ctlogs map[[32]byte]sct.Log
 }
 
 // authority is a certificate authority: its root, the intermediates
@@ -82,7 +84,7 @@ func ParseTrustedRoot(b []byte) (*TrustedRoot, error) {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, err
 	}
-	tr := &TrustedRoot{tlogs: map[string]*logKey{}, ctlogs: map[[32]byte]crypto.PublicKey{}}
+	tr := &TrustedRoot{tlogs: map[string]*logKey{}, ctlogs: map[[32]byte]sct.Log{}}
 	for i, l := range j.Tlogs {
 		k, err := l.parse()
 		if err != nil {
@@ -95,7 +97,7 @@ func ParseTrustedRoot(b []byte) (*TrustedRoot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("certificate transparency log %d: %w", i, err)
 		}
-		tr.ctlogs[sha256.Sum256(l.PublicKey.RawBytes)] = k.pub
+		tr.ctlogs[sha256.Sum256(l.PublicKey.RawBytes)] = sct.Log{Key: k.pub, Start: k.start, End: k.end}
 	}
 	for i, c := range j.CertificateAuthorities {
 		a, err := c.parse(false)

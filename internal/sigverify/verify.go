@@ -7,12 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// SCTVerifier verifies the signed certificate timestamps embedded in leaf
-// (issued by issuer) against the certificate transparency logs, keyed by
-// log ID (the SHA-256 of the log key's PKIX DER); nil when one verifies.
-type SCTVerifier func(leaf, issuer *x509.Certificate, logs map[[32]byte]crypto.PublicKey) error
+	"github.com/catalogsync/catalogsync/internal/sct"
+)
 
 // Keyless is how certificate signatures are verified.
 type Keyless struct {
@@ -20,8 +17,6 @@ type Keyless struct {
 	// IgnoreTlog accepts bundles without a log entry: their time must
 	// then come from a timestamp authority.
 	IgnoreTlog bool
-	// SCT verifies certificates' SCTs when the root has CT logs.
-	SCT SCTVerifier
 }
 
 // Verify verifies a bundle signed with a certificate for the sha256
@@ -72,14 +67,16 @@ func (k *Keyless) Verify(b *Bundle, digest []byte) (Identity, error) {
 	return identityOf(leaf)
 }
 
+// verifySCT requires, when the root has CT logs, an SCT embedded in leaf
+// by one of them, dated within its validity.
 func (k *Keyless) verifySCT(leaf *x509.Certificate, chain []*x509.Certificate) error {
 	if !k.Root.HasCTLogs() {
 		return nil
 	}
-	if k.SCT == nil || len(chain) < 2 {
-		return errors.New("the certificate's SCT cannot be verified")
+	if len(chain) < 2 {
+		return errors.New("certificate transparency: the certificate has no issuer")
 	}
-	if err := k.SCT(leaf, chain[1], k.Root.ctlogs); err != nil {
+	if err := sct.VerifyLogs(leaf, chain[1], k.Root.ctlogs); err != nil {
 		return fmt.Errorf("certificate transparency: %w", err)
 	}
 	return nil

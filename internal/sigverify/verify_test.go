@@ -49,7 +49,7 @@ func TestKeylessVerdictsMatchSigstoreGo(t *testing.T) {
 	env := msg
 	env.dsse = true
 	m, d := msg.make(t), env.make(t)
-	trusted := vs.trustedRoot(t, vs, false)
+	trusted := vs.trustedRoot(t, vs, nil)
 	var cases []diffCase
 	for _, base := range []struct {
 		kind string
@@ -91,8 +91,9 @@ func TestKeylessVerdictsMatchSigstoreGo(t *testing.T) {
 func commonCases(t *testing.T, kind string, b *protobundle.Bundle, s signing, trusted []byte, vs, other *virtual) []diffCase {
 	late, early := s, s
 	late.at, early.at = time.Now().Add(time.Hour), time.Now().Add(-time.Hour)
-	rogue, future := s, s
-	rogue.v, future.certFrom = other, time.Now().Add(30*time.Minute)
+	rogue, future, logged := s, s, s
+	rogue.v, future.certFrom, logged.sct = other, time.Now().Add(30*time.Minute), true
+	withSCT := logged.make(t)
 	anotherCert := s
 	noTimestamps := func(b *protobundle.Bundle) { b.VerificationMaterial.TimestampVerificationData = nil }
 	entry := func(f func(b *protobundle.Bundle)) *protobundle.Bundle { return mutated(b, f) }
@@ -111,8 +112,8 @@ func commonCases(t *testing.T, kind string, b *protobundle.Bundle, s signing, tr
 		{name: kind + "/logged before the certificate", bundle: early.make(t), root: trusted},
 		{name: kind + "/timestamped before the certificate", bundle: future.make(t), root: trusted, ignoreTlog: true},
 		{name: kind + "/timestamped before the certificate, logged in it", bundle: future.make(t), root: trusted},
-		{name: kind + "/unknown log", bundle: b, root: vs.trustedRoot(t, other, false)},
-		{name: kind + "/unknown log, timestamp authority", bundle: b, root: vs.trustedRoot(t, other, false), ignoreTlog: true, accept: true},
+		{name: kind + "/unknown log", bundle: b, root: vs.trustedRoot(t, other, nil)},
+		{name: kind + "/unknown log, timestamp authority", bundle: b, root: vs.trustedRoot(t, other, nil), ignoreTlog: true, accept: true},
 		{name: kind + "/tampered body", bundle: entry(func(c *protobundle.Bundle) {
 			body := c.VerificationMaterial.TlogEntries[0].CanonicalizedBody
 			body[len(body)/2] ^= 1
@@ -136,10 +137,12 @@ func commonCases(t *testing.T, kind string, b *protobundle.Bundle, s signing, tr
 		}), root: trusted, ignoreTlog: true},
 		{name: kind + "/rogue CA and log", bundle: rogue.make(t), root: trusted},
 		{name: kind + "/rogue CA, timestamp only", bundle: rogue.make(t), root: trusted, ignoreTlog: true},
-		{name: kind + "/trusting the rogue only", bundle: b, root: other.trustedRoot(t, other, false)},
+		{name: kind + "/trusting the rogue only", bundle: b, root: other.trustedRoot(t, other, nil)},
 		{name: kind + "/wrong identity", bundle: b, root: trusted, identity: "intruder@acme.example"},
 		{name: kind + "/wrong issuer", bundle: b, root: trusted, issuer: "https://elsewhere.example"},
-		{name: kind + "/SCT required", bundle: b, root: vs.trustedRoot(t, vs, true)},
+		{name: kind + "/SCT required", bundle: b, root: vs.trustedRoot(t, vs, vs)},
+		{name: kind + "/SCT of the CT log", bundle: withSCT, root: vs.trustedRoot(t, vs, vs), accept: true},
+		{name: kind + "/SCT of an unknown CT log", bundle: withSCT, root: vs.trustedRoot(t, vs, other)},
 		{name: kind + "/unknown media type", bundle: entry(func(c *protobundle.Bundle) { c.MediaType = "application/vnd.dev.sigstore.bundle.v0.4+json" }), root: trusted},
 		{name: kind + "/key instead of certificate", bundle: entry(func(c *protobundle.Bundle) {
 			c.VerificationMaterial.Content = &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{Hint: "k"}}

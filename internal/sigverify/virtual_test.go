@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -99,7 +100,7 @@ func issue(t testing.TB, tmpl, parent *x509.Certificate, pub crypto.PublicKey, k
 // leaf issues a 10-minute signing certificate from from to identity (a
 // URI or an email) with issuer in Fulcio's extension (the legacy one when
 // legacy).
-func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from time.Time) (*x509.Certificate, *ecdsa.PrivateKey) {
+func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from time.Time, withSCT bool) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key := newKey(t)
 	ext := pkix.Extension{Id: oidIssuerV1, Value: []byte(issuer)}
@@ -120,7 +121,46 @@ func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from 
 	} else {
 		tmpl.EmailAddresses = []string{identity}
 	}
+	if withSCT {
+		// The log signs the precertificate: this TBS without the SCT
+		// list, which goes last.
+		pre := issue(t, tmpl, v.inter, &key.PublicKey, v.interKey)
+		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, pkix.Extension{Id: oidSCTList, Value: v.sctList(t, pre.RawTBSCertificate, from)})
+	}
 	return issue(t, tmpl, v.inter, &key.PublicKey, v.interKey), key
+}
+
+var oidSCTList = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 11129, 2, 4, 2}
+
+// sctList is the SCT list extension's value: one SCT of the CT log over
+// the precertificate entry (RFC 6962 §3.2), dated at.
+func (v *virtual) sctList(t testing.TB, tbs []byte, at time.Time) []byte {
+	t.Helper()
+	issuerKeyHash := sha256.Sum256(v.inter.RawSubjectPublicKeyInfo)
+	ms := binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli()))
+	signed := append([]byte{0, 0}, ms...) // v1, certificate_timestamp
+	signed = append(signed, 0, 1)         // precert_entry
+	signed = append(signed, issuerKeyHash[:]...)
+	signed = append(signed, byte(len(tbs)>>16), byte(len(tbs)>>8), byte(len(tbs)))
+	signed = append(signed, tbs...)
+	signed = append(signed, 0, 0) // no extensions
+	sum := sha256.Sum256(signed)
+	sig, err := ecdsa.SignASN1(rand.Reader, v.ctKey, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := append([]byte{0}, logID(&v.ctKey.PublicKey)...)
+	one = append(one, ms...)
+	one = append(one, 0, 0, 4, 3) // no extensions; SHA-256, ECDSA
+	one = binary.BigEndian.AppendUint16(one, uint16(len(sig)))
+	one = append(one, sig...)
+	list := binary.BigEndian.AppendUint16(nil, uint16(len(one)+2))
+	list = binary.BigEndian.AppendUint16(list, uint16(len(one)))
+	der, err := asn1.Marshal(append(list, one...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
 }
 
 // timestamp is the authority's RFC 3161 response for sig, at now.
@@ -211,8 +251,8 @@ func dsseEntry(envelope, payload, sig []byte, cert *x509.Certificate) []byte {
 }
 
 // trustedRoot is the trusted_root.json of v's authorities, the log of
-// logs, and v's CT log when ct; sigstore-go writes it.
-func (v *virtual) trustedRoot(t testing.TB, logs *virtual, ct bool) []byte {
+// logs and the CT log of ct (none when nil); sigstore-go writes it.
+func (v *virtual) trustedRoot(t testing.TB, logs, ct *virtual) []byte {
 	t.Helper()
 	now := time.Now()
 	tlog := func(k *ecdsa.PrivateKey) map[string]*root.TransparencyLog {
@@ -223,8 +263,8 @@ func (v *virtual) trustedRoot(t testing.TB, logs *virtual, ct bool) []byte {
 		}}
 	}
 	var ctlogs map[string]*root.TransparencyLog
-	if ct {
-		ctlogs = tlog(v.ctKey)
+	if ct != nil {
+		ctlogs = tlog(ct.ctKey)
 	}
 	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01,
 		[]root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: v.root, Intermediates: []*x509.Certificate{v.inter}, ValidityPeriodStart: now.Add(-5 * time.Hour), ValidityPeriodEnd: now.Add(time.Hour)}},
