@@ -4,14 +4,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
-
+	"github.com/catalogsync/catalogsync/internal/sigverify"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
@@ -28,12 +29,13 @@ func FuzzBundle(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	pem, err := cryptoutils.MarshalPublicKeyToPEM(&k.PublicKey)
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
 	if err != nil {
 		f.Fatal(err)
 	}
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 	pub := filepath.Join(f.TempDir(), "k.pub")
-	if err := os.WriteFile(pub, pem, 0o644); err != nil {
+	if err := os.WriteFile(pub, pemBytes, 0o644); err != nil {
 		f.Fatal(err)
 	}
 	req, err := load("fuzz", Requirement{KeyFiles: []string{pub}})
@@ -52,11 +54,10 @@ func FuzzBundle(f *testing.F) {
 		}
 		b, err := parseBundle(raw)
 		if err == nil {
-			vm := b.GetVerificationMaterial()
-			if len(vm.GetX509CertificateChain().GetCertificates()) > maxChain || len(vm.GetTlogEntries()) > maxTlog {
+			if len(b.Certs()) > sigverify.MaxChain || len(b.VerificationMaterial.TlogEntries) > sigverify.MaxTlog || len(b.Timestamps()) > sigverify.MaxTimestamps {
 				t.Fatal("a bundle over the bounds parsed")
 			}
-			for _, d := range signedDigests(b) {
+			for _, d := range b.SignedDigests() {
 				if !strings.HasPrefix(d, "sha256:") {
 					t.Fatalf("signed digest %q", d)
 				}

@@ -165,7 +165,7 @@ func TestKeylessBundles(t *testing.T) {
 		{"another issuer", func(d string) {
 			attach(t, b.rc, repo, d, keylessBundle(t, ca, ca, identity, "https://elsewhere.example", repo, d))
 		}, sigpolicy.ErrWrongIssuer, `"https://elsewhere.example"`},
-		{"untrusted CA", func(d string) { attach(t, b.rc, repo, d, keylessBundle(t, rogue, ca, identity, issuer, repo, d)) }, sigpolicy.ErrUntrusted, "failed to verify leaf certificate"},
+		{"untrusted CA", func(d string) { attach(t, b.rc, repo, d, keylessBundle(t, rogue, ca, identity, issuer, repo, d)) }, sigpolicy.ErrUntrusted, "does not chain to a trusted certificate authority"},
 		{"another digest", func(d string) { attach(t, b.rc, repo, d, keylessBundle(t, ca, ca, identity, issuer, repo, good)) }, sigpolicy.ErrOtherDigest, good},
 		{"unsigned", func(string) {}, sigpolicy.ErrUnsigned, "no sigstore bundle"},
 	} {

@@ -1,27 +1,21 @@
 package sigpolicy
 
 import (
-	"bytes"
 	"crypto"
 	"encoding/json"
 	"fmt"
 	"os"
 
-	"github.com/sigstore/sigstore-go/pkg/bundle"
-	"github.com/sigstore/sigstore-go/pkg/root"
-	"github.com/sigstore/sigstore-go/pkg/verify"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
-
+	"github.com/catalogsync/catalogsync/internal/sigverify"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
-// key is one trusted public key: for tag signatures, and as the trust
-// material of bundles signed with it.
+// key is one trusted public key: for tag signatures, and for bundles
+// signed with it (whatever their key hint and time: a key-based
+// signature carries no certificate to bound its time).
 type key struct {
-	file     string
-	verifier signature.Verifier
-	bundles  *verify.Verifier
+	file string
+	pub  crypto.PublicKey
 }
 
 func loadKeys(files []string) ([]key, error) {
@@ -31,33 +25,20 @@ func loadKeys(files []string) ([]key, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		pub, err := cryptoutils.UnmarshalPEMToPublicKey(b)
+		pub, err := sigverify.ParsePublicKey(b)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, f, err)
 		}
-		v, err := signature.LoadVerifier(pub, crypto.SHA256)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, f, err)
-		}
-		// A key is trusted whatever the hint and time of a bundle: a
-		// key-based signature carries no certificate to bound its time.
-		material := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
-			return root.NewExpiringKey(v, time0, time0), nil
-		})
-		bv, err := verify.NewVerifier(material, verify.WithNoObserverTimestamps())
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, f, err)
-		}
-		out = append(out, key{file: f, verifier: v, bundles: bv})
+		out = append(out, key{file: f, pub: pub})
 	}
 	return out, nil
 }
 
 // verifyKeyBundle verifies a bundle signed with one of the keys.
-func (r *requirement) verifyKeyBundle(b *bundle.Bundle, digest []byte) (string, error) {
+func (r *requirement) verifyKeyBundle(b *sigverify.Bundle, digest []byte) (string, error) {
 	var last error
 	for _, k := range r.keys {
-		_, err := k.bundles.Verify(b, verify.NewPolicy(verify.WithArtifactDigest("sha256", digest), verify.WithKey()))
+		err := sigverify.VerifyWithKey(b, digest, k.pub)
 		if err == nil {
 			return "sigstore bundle, key " + k.file, nil
 		}
@@ -82,7 +63,7 @@ type payload struct {
 // verifyTagSignature verifies a signature of the cosign tag scheme.
 func (r *requirement) verifyTagSignature(s source.CosignSignature, digest string) (string, error) {
 	for _, k := range r.keys {
-		if k.verifier.VerifySignature(bytes.NewReader(s.Signature), bytes.NewReader(s.Payload)) != nil {
+		if sigverify.VerifyMessage(k.pub, s.Payload, s.Signature) != nil {
 			continue
 		}
 		var pl payload

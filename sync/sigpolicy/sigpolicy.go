@@ -9,8 +9,8 @@
 // in the image's registry repository or in its OCI layout (ocidir://). A
 // requirement that applies is never skipped: an image whose signatures
 // cannot be read fails.
-// Bundles are verified with sigstore-go, tag signatures with sigstore's
-// signature package.
+// Bundles and tag signatures are verified by internal/sigverify, on the
+// standard library.
 package sigpolicy
 
 import (
