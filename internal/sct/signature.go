@@ -83,7 +83,9 @@ func checkSignature(key crypto.PublicKey, hash, alg uint8, msg, sig []byte) erro
 func algorithmFor(key crypto.PublicKey) ([2]uint8, error) {
 	switch k := key.(type) {
 	case *ecdsa.PublicKey:
-		if k != nil && k.X != nil && k.Y != nil && (k.Curve == elliptic.P256() || k.Curve == elliptic.P384()) {
+		// A key built by hand may lack its point, and Bytes would panic
+		// on it: the coordinates are read only to refuse that.
+		if k != nil && k.X != nil && k.Y != nil && (k.Curve == elliptic.P256() || k.Curve == elliptic.P384()) { //nolint:staticcheck // SA1019: see above
 			return [2]uint8{hashSHA256, sigECDSA}, nil
 		}
 	case *rsa.PublicKey:
