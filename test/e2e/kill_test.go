@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,7 +64,21 @@ func TestKillMidSync(t *testing.T) {
 	}
 	s.waitServing("big", d1, 3*time.Minute)
 	t.Logf("published %s %v after the restart", d1, time.Since(restarted).Round(time.Millisecond))
-	time.Sleep(2 * time.Second) // readers see the new catalog too
+	// Readers see the new catalog too.
+	now := map[string]string{}
+	eventually(t, "readers to get the new catalog", time.Minute, func() bool {
+		for _, u := range urls[:2] {
+			_, b := get(t, u)
+			if now[u] = sum(b); now[u] == old[u] || !rd.saw(u, now[u]) {
+				return false
+			}
+		}
+		return true
+	}, func() string {
+		rd.mu.Lock()
+		defer rd.mu.Unlock()
+		return fmt.Sprintf("readers got %v", rd.bodies)
+	})
 	rd.finish()
 
 	t.Logf("readers: %s", rd)
@@ -74,11 +89,10 @@ func TestKillMidSync(t *testing.T) {
 		t.Fatalf("answers other than 200: %v", rd.status)
 	}
 	for _, u := range urls[:2] {
-		_, b := get(t, u)
-		if bad := rd.unexpected(u, old[u], sum(b)); len(bad) > 0 {
+		if bad := rd.unexpected(u, old[u], now[u]); len(bad) > 0 {
 			t.Fatalf("%s: answers that are neither the old nor the new catalog: %v", u, bad)
 		}
-		t.Logf("%s: answers by body hash %v (old %s, new %s)", u, rd.bodies[u], old[u], sum(b))
+		t.Logf("%s: answers by body hash %v (old %s, new %s)", u, rd.bodies[u], old[u], now[u])
 		if len(rd.bodies[u]) < 2 {
 			t.Errorf("%s: readers saw %d distinct answers, want the old and the new", u, len(rd.bodies[u]))
 		}

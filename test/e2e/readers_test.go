@@ -141,6 +141,14 @@ func (r *readers) finish() {
 	r.wg.Wait()
 }
 
+// saw reports whether a reader got the body with hash h (from sum) from
+// url.
+func (r *readers) saw(url, h string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bodies[url][h] > 0
+}
+
 // unexpected lists the answers to url whose body is none of the allowed
 // ones (hashes from sum).
 func (r *readers) unexpected(url string, allowed ...string) []string {

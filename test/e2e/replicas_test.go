@@ -76,9 +76,10 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	t.Logf("a replica waited on the other's lease %d times in %d rounds", waited, len(images))
 
-	// Settled: the status stays consistent with the pointer (no replica
-	// rewrites it with something older).
-	time.Sleep(2 * time.Second)
+	// Settled (both replicas' syncs ended, each written to the status
+	// before its lease was given up): the status stays consistent with
+	// the pointer (no replica rewrites it with something older).
+	s.waitSettled(nil, []string{"replicated"})
 	p, _ := s.pointer("replicated")
 	st := s.status("replicated")
 	if !strings.HasSuffix(st.Resolved, "@"+p.Digest) || st.cond("Progressing").Reason != "Succeeded" {
@@ -98,6 +99,7 @@ type view struct {
 			BytesDone int64  `json:"bytesDone"`
 		} `json:"progress"`
 	} `json:"running"`
+	Queued   *struct{} `json:"queued"`
 	LastSync *struct {
 		State  string `json:"state"`
 		Result *struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,14 @@ type statusChange struct {
 type statusLog struct {
 	mu  sync.Mutex
 	all []statusChange
+	rv  map[string]string // name -> the last resourceVersion delivered
+}
+
+// caughtUp reports whether the watch has delivered name's version rv.
+func (l *statusLog) caughtUp(name, rv string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rv[name] == rv
 }
 
 func (l *statusLog) of(name string) []statusChange {
@@ -50,7 +59,7 @@ func (l *statusLog) of(name string) []statusChange {
 // watchStatus watches every ClusterCatalog until the test ends, re-watching
 // from the last version after a disconnect.
 func (s *stack) watchStatus() *statusLog {
-	l := &statusLog{}
+	l := &statusLog{rv: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	s.t.Cleanup(func() { cancel(); <-done })
@@ -74,6 +83,9 @@ func (s *stack) watchStatus() *statusLog {
 				if ev.Type == watch.Bookmark || ev.Type == watch.Deleted {
 					continue
 				}
+				l.mu.Lock()
+				l.rv[u.GetName()] = rv
+				l.mu.Unlock()
 				st := parseStatus(u)
 				p := st.cond("Progressing")
 				c := statusChange{name: u.GetName(), rv: rv, progress: p.Message, reason: p.Reason,
@@ -265,7 +277,19 @@ func TestThreeReplicas(t *testing.T) {
 			s.replicas[1].Start()
 			t.Logf("replica-1 down for %v", time.Since(killedAt).Round(time.Millisecond))
 		}
-		time.Sleep(1500 * time.Millisecond) // the next pushes land mid-sync
+		if round < 2 {
+			// The next pushes land mid-sync: go on once one runs (or
+			// after 1.5 s, when every sync of this round has ended).
+			live := s.replicas
+			if round == 1 {
+				live = []*servers.Catalogsync{s.replicas[0], s.replicas[2]}
+			}
+			for deadline := time.Now().Add(1500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if slices.ContainsFunc(live, func(r *servers.Catalogsync) bool { return syncing(t, r, names) }) {
+					break
+				}
+			}
+		}
 	}
 
 	// Every catalog ends Serving the pointer's digest, the last pushed.
@@ -276,7 +300,9 @@ func TestThreeReplicas(t *testing.T) {
 			t.Fatalf("%s: pointer %s, want the last push %s", n, p.Digest, last)
 		}
 	}
-	time.Sleep(3 * time.Second) // late writers would show now
+	// Late writers would show now: every replica's syncs have ended, and
+	// a sync's end is written to the status before its lease is given up.
+	s.waitSettled(log, names)
 
 	// Pulls: every layer GET through the proxy, per blob.
 	pulls := map[string]int{}
@@ -346,6 +372,33 @@ func TestThreeReplicas(t *testing.T) {
 			}
 		}
 	}
+}
+
+// waitSettled waits until no replica runs or queues a sync of names and,
+// with a log, the watch has delivered each catalog's current status.
+func (s *stack) waitSettled(log *statusLog, names []string) {
+	s.t.Helper()
+	eventually(s.t, "every replica idle and the watch caught up", time.Minute, func() bool {
+		for _, r := range s.replicas {
+			for _, n := range names {
+				if v := catalogView(s.t, r.URL, n); v.Running != nil || v.Queued != nil {
+					return false
+				}
+			}
+		}
+		for _, n := range names {
+			if log == nil {
+				break
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			u, err := s.dyn.Resource(status.GVR).Get(ctx, n, metav1.GetOptions{})
+			cancel()
+			if err != nil || !log.caughtUp(n, u.GetResourceVersion()) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // syncing reports whether the replica runs a sync of one of names.
