@@ -59,8 +59,12 @@ var root = func() string {
 
 // options shape a stack.
 type options struct {
-	replicas  int
-	ownKube   bool     // a kube-apiserver this test may stop
+	replicas int
+	// ownKube: a kube-apiserver of the scenario's own, which it may
+	// stop. Scenarios that call t.Parallel need one: replicas sync every
+	// ClusterCatalog of their cluster, and each scenario deletes them all
+	// when it ends.
+	ownKube   bool
 	ownMinIO  bool     // a MinIO this test may stop
 	args      []string // more serve flags, for every replica
 	noReplica bool     // start no replica: the test starts them (StartReplica)
@@ -152,9 +156,10 @@ webhooks:
     host: %s
 `, s.proxy.Host, s.proxy.Host, s.reg.Host, s.proxy.Host)), 0o644)
 
-	sc := s3.Config{Bucket: s.bucket, Endpoint: s.minio.Endpoint, Region: s.minio.Region, PathStyle: true}
-	t.Setenv("AWS_ACCESS_KEY_ID", s.minio.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s.minio.SecretKey)
+	// Credentials in the config, not the environment: t.Setenv would
+	// forbid t.Parallel.
+	sc := s3.Config{Bucket: s.bucket, Endpoint: s.minio.Endpoint, Region: s.minio.Region, PathStyle: true,
+		AccessKeyID: s.minio.AccessKey, SecretAccessKey: s.minio.SecretKey}
 	st, err := s3.New(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)

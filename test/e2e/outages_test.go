@@ -12,8 +12,11 @@ import (
 
 // Scenario 6: the store and the apiserver go away in the middle of a sync
 // and come back. Nothing half-written is ever served or published, and
-// the catalog and its status recover by themselves.
+// the catalog and its status recover by themselves. Mostly waiting on
+// crawling uploads and timeouts, on servers of its own: it runs beside
+// the other such scenarios.
 func TestStoreAndAPIServerOutages(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, options{ownKube: true, ownMinIO: true, s3Proxy: true, args: []string{"--s3-stall-timeout", "2s"}})
 	c := s.replicas[0]
 	s.createCatalog("outage", "acme/outage:v1")

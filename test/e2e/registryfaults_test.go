@@ -13,9 +13,11 @@ import (
 // Scenario 5: faults between catalogsync and a real registry, injected by
 // a proxy in front of it. Each shows Retrying with a readable message on
 // the ClusterCatalog, then Succeeded; the timings are logged for
-// docs/reliability.md.
+// docs/reliability.md. Mostly waiting on retries and slow pulls, it runs
+// beside the other such scenarios, on a cluster of its own.
 func TestRegistryFaults(t *testing.T) {
-	s := newStack(t, options{args: []string{"--stall-timeout", "2s"}})
+	t.Parallel()
+	s := newStack(t, options{ownKube: true, args: []string{"--stall-timeout", "2s"}})
 	s.createCatalog("faulty", "acme/faulty:v1")
 	d := s.push("acme/faulty:v1", imagebuild.FromDir(fbcDir("tiny"), "/configs"))
 	s.waitServing("faulty", d, 60*time.Second)
