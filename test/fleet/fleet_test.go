@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -76,8 +77,10 @@ func startFleet(t *testing.T, o options) *fleet {
 	f := &fleet{t: t, reg: servers.StartRegistry(t)}
 	f.proxy = servers.NewProxy(t, f.reg.URL)
 	f.image = f.proxy.Host + "/acme/catalog:v1"
-	for range o.clusters {
-		f.clusters = append(f.clusters, startCluster(t))
+	// The clusters outlive the test: each test leaves them without its
+	// ClusterCatalog, and the next one starts in a second, not in ten.
+	for _, k := range servers.SharedKubes(t, o.clusters) {
+		f.clusters = append(f.clusters, startCluster(t, k))
 	}
 	addrs := make([][]string, o.clusters)
 	var minioOpts []servers.MinIOOption
@@ -112,9 +115,8 @@ func startFleet(t *testing.T, o options) *fleet {
 	return f
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t *testing.T, k *servers.KubeAPIServer) *cluster {
 	t.Helper()
-	k := servers.StartKube(t)
 	kubectl := servers.Binary(t, "kubectl")
 	for _, args := range [][]string{
 		{"apply", "-f", filepath.Join(root, "deploy/crd/clustercatalog.yaml")},
@@ -154,6 +156,22 @@ spec:
 	defer cancel()
 	if _, err := c.res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ClusterCatalog: %v", err)
+	}
+	// Registered before the agents start, so it runs after they stop.
+	t.Cleanup(func() { c.remove(t, name) })
+}
+
+// remove deletes the ClusterCatalog name and waits until it is gone, so
+// the next test sharing the cluster can create it afresh.
+func (c *cluster) remove(t *testing.T, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := c.res.Delete(ctx, name, metav1.DeleteOptions{})
+	for ; err == nil; time.Sleep(50 * time.Millisecond) {
+		_, err = c.res.Get(ctx, name, metav1.GetOptions{})
+	}
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("delete ClusterCatalog %s: %v", name, err)
 	}
 }
 

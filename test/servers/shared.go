@@ -11,6 +11,9 @@ var shared struct {
 
 	kubeOnce sync.Once
 	kube     *KubeAPIServer
+
+	kubesMu sync.Mutex
+	kubes   []*KubeAPIServer // SharedKubes' beyond the first
 }
 
 // SharedMinIO returns one MinIO for the whole test binary, started by the
@@ -38,6 +41,24 @@ func SharedKube(t testing.TB) *KubeAPIServer {
 		t.Fatal("shared kube-apiserver failed to start (see the first test that asked for it)")
 	}
 	return shared.kube
+}
+
+// SharedKubes returns n clusters (etcd + kube-apiserver) for the whole
+// test binary, the first SharedKube's, the others started when first
+// asked for: packages whose tests each need several clusters, not fresh
+// ones. Tests sharing them must clean up the objects they create.
+func SharedKubes(t testing.TB, n int) []*KubeAPIServer {
+	t.Helper()
+	if n <= 0 {
+		return nil
+	}
+	out := []*KubeAPIServer{SharedKube(t)}
+	shared.kubesMu.Lock()
+	defer shared.kubesMu.Unlock()
+	for len(shared.kubes) < n-1 {
+		shared.kubes = append(shared.kubes, StartKube(processLifetime{t}))
+	}
+	return append(out, shared.kubes[:n-1]...)
 }
 
 // processLifetime lets a server outlive the test that starts it: no
