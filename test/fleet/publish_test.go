@@ -92,7 +92,7 @@ func TestFleetFollowsNotifications(t *testing.T) {
 
 // With no notifications, the poll finds each publish.
 func TestFleetFollowsByPolling(t *testing.T) {
-	const poll = 5 * time.Second
+	const poll = 2 * time.Second
 	f := startFleet(t, options{clusters: 2, agentsEach: 1, pollInterval: poll})
 	var all []time.Duration
 	for seq := range pushes {
