@@ -47,8 +47,12 @@ func identityOf(c *x509.Certificate) (Identity, error) {
 			legacy = string(e.Value)
 		}
 	}
-	if id.Issuer == "" {
+	// Readers take one extension or the other: two issuers name none.
+	switch {
+	case id.Issuer == "":
 		id.Issuer = legacy
+	case legacy != "" && legacy != id.Issuer:
+		return id, errors.New("the certificate's issuer extensions name different issuers")
 	}
 	return id, nil
 }

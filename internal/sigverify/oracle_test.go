@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -90,10 +91,11 @@ type signing struct {
 	legacy    bool // the issuer in the legacy extension
 	artifact  []byte
 	dsse      bool
-	statement []byte    // the DSSE payload; a statement of the artifact when nil
-	at        time.Time // the integrated time; in the certificate's validity when zero
-	certFrom  time.Time // the certificate's start; now when zero
-	sct       bool      // an SCT of the CT log embedded in the certificate
+	statement []byte           // the DSSE payload; a statement of the artifact when nil
+	at        time.Time        // the integrated time; in the certificate's validity when zero
+	certFrom  time.Time        // the certificate's start; now when zero
+	sct       bool             // an SCT of the CT log embedded in the certificate
+	extra     []pkix.Extension // more certificate extensions, after the issuer's
 }
 
 // make signs and returns the bundle: a v0.1 bundle (inclusion promise)
@@ -112,7 +114,7 @@ func (s signing) make(t testing.TB) *protobundle.Bundle {
 	if s.at.IsZero() {
 		at = from.Add(5 * time.Minute)
 	}
-	leaf, key := s.v.leaf(t, s.identity, s.issuer, s.legacy, from, s.sct)
+	leaf, key := s.v.leaf(t, s.identity, s.issuer, s.legacy, from, s.sct, s.extra...)
 	b := &protobundle.Bundle{MediaType: mediaV01, VerificationMaterial: &protobundle.VerificationMaterial{
 		Content: &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: leaf.Raw}},
 	}}

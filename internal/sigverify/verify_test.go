@@ -3,6 +3,7 @@ package sigverify_test
 import (
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"crypto/x509/pkix"
 	"fmt"
 	"testing"
 	"time"
@@ -208,14 +209,17 @@ func dsseCases(t *testing.T, b *protobundle.Bundle, s signing, trusted []byte, v
 func messageCases(t *testing.T, b *protobundle.Bundle, s signing, trusted []byte, vs *virtual) []diffCase {
 	inter := vs.inter
 	msg := func(f func(*protobundle.Bundle)) *protobundle.Bundle { return mutated(b, f) }
-	legacy, uri := s, s
+	legacy, uri, disagree := s, s, s
 	legacy.legacy, uri.identity = true, "https://ci.acme.example/release"
+	disagree.extra = []pkix.Extension{{Id: oidIssuerV1, Value: []byte("https://elsewhere.example")}}
 	return []diffCase{
 		{name: "message/other message digest", bundle: msg(func(c *protobundle.Bundle) { c.GetMessageSignature().MessageDigest.Digest[0] ^= 1 }), root: trusted, ignoreTlog: true},
 		{name: "message/v0.1 with a chain", bundle: msg(func(c *protobundle.Bundle) { c.VerificationMaterial.Content = chainOf(c, inter.Raw) }), root: trusted, accept: true},
 		{name: "message/v0.1 without promise", bundle: msg(func(c *protobundle.Bundle) { c.VerificationMaterial.TlogEntries[0].InclusionPromise = nil }), root: trusted},
 		{name: "message/legacy issuer extension", bundle: legacy.make(t), root: trusted, accept: true},
 		{name: "message/URI identity", bundle: uri.make(t), root: trusted, identity: "https://ci.acme.example/release", accept: true},
+		// sigstore-go reads the later issuer extension.
+		{name: "message/legacy issuer extension unlike the current one", bundle: disagree.make(t), root: trusted},
 	}
 }
 

@@ -99,8 +99,8 @@ func issue(t testing.TB, tmpl, parent *x509.Certificate, pub crypto.PublicKey, k
 
 // leaf issues a 10-minute signing certificate from from to identity (a
 // URI or an email) with issuer in Fulcio's extension (the legacy one when
-// legacy).
-func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from time.Time, withSCT bool) (*x509.Certificate, *ecdsa.PrivateKey) {
+// legacy), then the extra extensions.
+func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from time.Time, withSCT bool, extra ...pkix.Extension) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key := newKey(t)
 	ext := pkix.Extension{Id: oidIssuerV1, Value: []byte(issuer)}
@@ -114,7 +114,7 @@ func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from 
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(), NotBefore: from, NotAfter: from.Add(10 * time.Minute),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-		ExtraExtensions: []pkix.Extension{ext},
+		ExtraExtensions: append([]pkix.Extension{ext}, extra...),
 	}
 	if u, err := url.Parse(identity); err == nil && u.Scheme != "" {
 		tmpl.URIs = []*url.URL{u}
