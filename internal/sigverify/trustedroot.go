@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/catalogsync/catalogsync/internal/sct"
@@ -83,6 +84,13 @@ func ParseTrustedRoot(b []byte) (*TrustedRoot, error) {
 	var j trustedRootJSON
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, err
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return nil, err
+	}
+	if k := protoName(tree); k != "" {
+		return nil, fmt.Errorf("field %q: a proto field name, which this reader skips; spell it in lowerCamelCase", k)
 	}
 	tr := &TrustedRoot{tlogs: map[string]*logKey{}, ctlogs: map[[32]byte]sct.Log{}}
 	for i, l := range j.Tlogs {
@@ -160,6 +168,30 @@ func (c caJSON) parse(tsa bool) (authority, error) {
 		a.start, a.end = c.ValidFor.Start, c.ValidFor.End
 	}
 	return a, nil
+}
+
+// protoName returns a key of v spelled as a proto field name
+// ("valid_for"): protojson reads it, encoding/json skips it, so a
+// validity so spelled would leave a key trusted for ever.
+func protoName(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if strings.Contains(k, "_") {
+				return k
+			}
+			if k := protoName(e); k != "" {
+				return k
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if k := protoName(e); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // HasTlogs says whether the root has a transparency log.
