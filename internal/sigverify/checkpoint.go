@@ -65,16 +65,26 @@ func rekorV1Origin(s string) bool {
 	return true
 }
 
+// maxNoteSigs bounds a checkpoint's signatures, each a check by the log's
+// key: a Rekor v1 log signs its checkpoint once, and repeats of its
+// signature would cost a check each.
+const maxNoteSigs = 8
+
 // splitNote splits a signed note into its text (ending in a newline) and
-// its signatures (key hint then signature), at least one.
+// its signatures (key hint then signature), at least one and at most
+// maxNoteSigs.
 func splitNote(n string) (string, [][]byte, bool) {
 	i := strings.LastIndex(n, "\n\n")
 	if i < 0 || !strings.HasSuffix(n, "\n") {
 		return "", nil, false
 	}
 	text, rest := n[:i+1], n[i+2:]
+	lines := strings.Split(strings.TrimSuffix(rest, "\n"), "\n")
+	if len(lines) > maxNoteSigs {
+		return "", nil, false
+	}
 	var sigs [][]byte
-	for _, line := range strings.Split(strings.TrimSuffix(rest, "\n"), "\n") {
+	for _, line := range lines {
 		f := strings.Fields(strings.TrimPrefix(line, "\u2014 "))
 		if !strings.HasPrefix(line, "\u2014 ") || len(f) != 2 {
 			return "", nil, false
