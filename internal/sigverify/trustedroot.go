@@ -1,6 +1,7 @@
 package sigverify
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
@@ -85,12 +86,8 @@ func ParseTrustedRoot(b []byte) (*TrustedRoot, error) {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, err
 	}
-	var tree any
-	if err := json.Unmarshal(b, &tree); err != nil {
+	if err := checkKeys(b); err != nil {
 		return nil, err
-	}
-	if k := protoName(tree); k != "" {
-		return nil, fmt.Errorf("field %q: a proto field name, which this reader skips; spell it in lowerCamelCase", k)
 	}
 	tr := &TrustedRoot{tlogs: map[string]*logKey{}, ctlogs: map[[32]byte]sct.Log{}}
 	for i, l := range j.Tlogs {
@@ -170,28 +167,58 @@ func (c caJSON) parse(tsa bool) (authority, error) {
 	return a, nil
 }
 
-// protoName returns a key of v spelled as a proto field name
-// ("valid_for"): protojson reads it, encoding/json skips it, so a
-// validity so spelled would leave a key trusted for ever.
-func protoName(v any) string {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			if strings.Contains(k, "_") {
-				return k
+// checkKeys refuses keys that protojson and encoding/json read apart: a
+// proto field name ("valid_for"), which only protojson reads, and a key
+// repeated in an object, even in another case, which protojson refuses
+// and encoding/json takes the last of. Either could leave a validity
+// unread here, and a key trusted for ever.
+func checkKeys(b []byte) error {
+	return walkKeys(json.NewDecoder(bytes.NewReader(b)))
+}
+
+// walkKeys reads one value; the input has already decoded.
+func walkKeys(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return err
 			}
-			if k := protoName(e); k != "" {
-				return k
+			k, _ := tok.(string)
+			if !lowerCamel(k) || seen[strings.ToLower(k)] {
+				return fmt.Errorf("field %q: repeated, or not in lowerCamelCase as protojson writes it", k)
+			}
+			seen[strings.ToLower(k)] = true
+			if err := walkKeys(dec); err != nil {
+				return err
 			}
 		}
-	case []any:
-		for _, e := range v {
-			if k := protoName(e); k != "" {
-				return k
+	case json.Delim('['):
+		for dec.More() {
+			if err := walkKeys(dec); err != nil {
+				return err
 			}
+		}
+	default:
+		return nil
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+func lowerCamel(k string) bool {
+	for i, c := range k {
+		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')) {
+			return false
 		}
 	}
-	return ""
+	return k != ""
 }
 
 // HasTlogs says whether the root has a transparency log.

@@ -1,6 +1,7 @@
 package sigverify_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"testing"
@@ -36,5 +37,38 @@ func TestTrustedRootValidityInProtoNamesIsNotIgnored(t *testing.T) {
 	}
 	if mine == nil {
 		t.Fatal("verified by an authority whose validity ended")
+	}
+}
+
+// TestTrustedRootValidityHiddenByARepeatedKeyIsNotIgnored: encoding/json
+// takes a key's last occurrence and matches keys whatever their case, so
+// a later "validFor": null (or "validfor") would hide an authority's
+// validity that protojson reads, or refuses the root for.
+func TestTrustedRootValidityHiddenByARepeatedKeyIsNotIgnored(t *testing.T) {
+	vs := newVirtual(t)
+	artifact := []byte("catalog manifest")
+	raw := marshal(t, signing{v: vs, identity: identity, issuer: issuer, artifact: artifact}.make(t))
+	var tr map[string]any
+	if err := json.Unmarshal(vs.trustedRoot(t, vs, nil), &tr); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tr["certificateAuthorities"].([]any)[0].(map[string]any)["validFor"] = map[string]any{"start": now.Add(-5 * time.Hour), "end": now.Add(-4 * time.Hour)}
+	expired, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The certificate authorities come first: the first validity is theirs.
+	i := bytes.Index(expired, []byte(`"validFor":{`))
+	end := i + bytes.IndexByte(expired[i:], '}') + 1
+	sum := sha256.Sum256(artifact)
+	for _, hide := range []string{`,"validFor":null`, `,"validfor":null`} {
+		root := append(append(append([]byte{}, expired[:end]...), hide...), expired[end:]...)
+		theirs := oracle(root, raw, sum[:], false, identity, issuer)
+		mine := ours(root, raw, sum[:], false, identity, issuer)
+		t.Logf("%s: sigstore-go: %v; ours: %v", hide, theirs, mine)
+		if theirs == nil || mine == nil {
+			t.Errorf("%s: verified by an authority whose validity ended (sigstore-go %v, ours %v)", hide, theirs, mine)
+		}
 	}
 }
