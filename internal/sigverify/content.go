@@ -75,6 +75,10 @@ func (b *Bundle) statement() (*statement, error) {
 	if err := json.Unmarshal(env.Payload, &st); err != nil {
 		return nil, fmt.Errorf("in-toto statement: %v", err)
 	}
+	// After the decode, which bounds the nesting the key walk recurses in.
+	if err := checkKeys(env.Payload, statementKey); err != nil {
+		return nil, err
+	}
 	return &st, nil
 }
 

@@ -1,7 +1,6 @@
 package sigverify
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
@@ -9,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/catalogsync/catalogsync/internal/sct"
@@ -86,7 +84,7 @@ func ParseTrustedRoot(b []byte) (*TrustedRoot, error) {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, err
 	}
-	if err := checkKeys(b); err != nil {
+	if err := checkKeys(b, rootKey); err != nil {
 		return nil, err
 	}
 	tr := &TrustedRoot{tlogs: map[string]*logKey{}, ctlogs: map[[32]byte]sct.Log{}}
@@ -165,60 +163,6 @@ func (c caJSON) parse(tsa bool) (authority, error) {
 		a.start, a.end = c.ValidFor.Start, c.ValidFor.End
 	}
 	return a, nil
-}
-
-// checkKeys refuses keys that protojson and encoding/json read apart: a
-// proto field name ("valid_for"), which only protojson reads, and a key
-// repeated in an object, even in another case, which protojson refuses
-// and encoding/json takes the last of. Either could leave a validity
-// unread here, and a key trusted for ever.
-func checkKeys(b []byte) error {
-	return walkKeys(json.NewDecoder(bytes.NewReader(b)))
-}
-
-// walkKeys reads one value; the input has already decoded.
-func walkKeys(dec *json.Decoder) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			k, _ := tok.(string)
-			if !lowerCamel(k) || seen[strings.ToLower(k)] {
-				return fmt.Errorf("field %q: repeated, or not in lowerCamelCase as protojson writes it", k)
-			}
-			seen[strings.ToLower(k)] = true
-			if err := walkKeys(dec); err != nil {
-				return err
-			}
-		}
-	case json.Delim('['):
-		for dec.More() {
-			if err := walkKeys(dec); err != nil {
-				return err
-			}
-		}
-	default:
-		return nil
-	}
-	_, err = dec.Token() // the closing delimiter
-	return err
-}
-
-func lowerCamel(k string) bool {
-	for i, c := range k {
-		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')) {
-			return false
-		}
-	}
-	return k != ""
 }
 
 // HasTlogs says whether the root has a transparency log.
