@@ -35,8 +35,9 @@ type objFact struct {
 // and never memory (see readFacts).
 var errFacts = errors.New("damaged file summary")
 
-// maxFactsRecord bounds one file's record: files past the parse pool's
-// inline size are never reused, so their facts are never recorded.
+// maxFactsRecord bounds one file's record when it is read back: the
+// record of a file of hundreds of MB reads as damage, which costs a full
+// sync, never memory.
 const maxFactsRecord = 64 << 20
 
 type factsEnc struct{ b []byte }

@@ -107,8 +107,8 @@ func WithWorkers(n int) Option {
 }
 
 // WithFileBudget caps the bytes of files read ahead of their parsing
-// (default 8 MiB); files larger than inline (default 4 MiB) are parsed as
-// they stream instead.
+// (default 4 MiB); files larger than inline (default 1 MiB) wait on local
+// disk (WithTempDir) instead.
 func WithFileBudget(budget, inline int64) Option {
 	return func(p *Pipeline) {
 		if budget > 0 {
@@ -172,10 +172,12 @@ func New(src ImageReader, store storage.Store, opts ...Option) *Pipeline {
 		workers: runtime.GOMAXPROCS(0),
 		// Files are read whole and parsed on worker goroutines while the
 		// next ones stream in; the budget caps the bytes held by files
-		// waiting or in parse. A file larger than inline is parsed as it
-		// streams, on the reading goroutine.
-		budget: 8 << 20,
-		inline: 4 << 20,
+		// waiting or in parse. A file larger than inline waits on local
+		// disk and is parsed from there: memory holds its largest object,
+		// not the file. Larger files held whole were most of a sync's
+		// heap.
+		budget: 4 << 20,
+		inline: 1 << 20,
 		log:    slog.New(slog.DiscardHandler),
 		now:    time.Now,
 		holder: catalog.ThisProcess(defaultReplica()),

@@ -104,11 +104,13 @@ func (s *spool) append(b []byte) (int64, error) {
 // parsePool parses the FBC files of one pull into a spool. A file up to
 // inline bytes is read whole and parsed on a worker goroutine while the
 // next ones stream in, budget capping the bytes of files waiting or in
-// parse; a larger file is parsed as it streams, on the reading goroutine.
+// parse; a larger file waits on local disk instead (addLarge).
 type parsePool struct {
 	sp      *spool
+	scratch *scratchFiles // where files above inline wait for their parse
 	inline  int64
 	budget  *semaphore.Weighted
+	total   int64 // the budget's size
 	workers *semaphore.Weighted
 	wg      sync.WaitGroup
 	seq     int // files handed in so far (reading goroutine only)
@@ -122,8 +124,8 @@ type parsePool struct {
 	err     error                  // a spool write failure: fatal, unlike parse errors
 }
 
-func newParsePool(sp *spool, budget, inline int64, workers int) *parsePool {
-	return &parsePool{sp: sp, inline: inline, budget: semaphore.NewWeighted(budget),
+func newParsePool(sp *spool, tmpDir string, budget, inline int64, workers int) *parsePool {
+	return &parsePool{sp: sp, scratch: newScratchFiles(tmpDir, workers), inline: inline, budget: semaphore.NewWeighted(budget), total: budget,
 		workers: semaphore.NewWeighted(int64(workers)), results: map[string]*fileResult{}}
 }
 
@@ -137,26 +139,15 @@ func (pp *parsePool) handler(ctx context.Context) unpack.FileFunc {
 	return func(path string, size int64, r io.Reader) error { return pp.add(ctx, path, size, r) }
 }
 
-// add parses one file, or starts its parse; a path given twice keeps the
-// later entry.
+// add starts one file's parse; a path given twice keeps the later entry.
 func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Reader) error {
 	pp.seq++
-	seq := pp.seq
 	if size > pp.inline {
-		sl := pp.stream.enqueue(path)
-		h := sha256.New()
-		tr := io.TeeReader(r, h)
-		fr := pp.parse(seq, func(fn func(fbc.Object) error) error {
-			return fbc.Parse(tr, fn, fbc.BorrowBlobs())
-		})
-		// Drain what a failed parse left, so the tar stream goes on.
-		_, err := io.Copy(io.Discard, tr)
-		h.Sum(fr.sum[:0])
-		fr.hashed = err == nil
-		pp.keep(path, fr, sl)
-		return err
+		return pp.addLarge(ctx, path, size, r, pp.seq)
 	}
-	w := max(size, 1)
+	seq := pp.seq
+	// The budget counts what the buffer really takes: its size class.
+	w := min(int64(1)<<sizeClass(size), pp.total)
 	if err := pp.budget.Acquire(ctx, w); err != nil {
 		return err
 	}
@@ -177,24 +168,23 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 		defer pp.wg.Done()
 		defer pp.budget.Release(w)
 		defer pp.workers.Release(1)
-		fr := pp.parseOrReuse(ctx, buf, seq)
+		fr := pp.parseOrReuse(ctx, sha256.Sum256(buf), seq, func(fn func(fbc.Object) error) error {
+			return fbc.ParseBytes(buf, fn, fbc.BorrowBlobs())
+		})
 		putFileBuf(buf)
 		pp.keep(path, fr, sl)
 	}()
 	return nil
 }
 
-// parseOrReuse parses a file read whole, unless the published content
-// has the same bytes.
-func (pp *parsePool) parseOrReuse(ctx context.Context, buf []byte, seq int) *fileResult {
-	sum := sha256.Sum256(buf)
+// parseOrReuse parses a file whose bytes hash to sum with parse, unless
+// the published content has the same bytes.
+func (pp *parsePool) parseOrReuse(ctx context.Context, sum [32]byte, seq int, parse func(fn func(fbc.Object) error) error) *fileResult {
 	var fr *fileResult
 	if f := pp.reuse.lookup(ctx, sum); f != nil && !pp.verify {
 		fr = &fileResult{seq: seq, reused: f}
 	} else {
-		fr = pp.parse(seq, func(fn func(fbc.Object) error) error {
-			return fbc.ParseBytes(buf, fn, fbc.BorrowBlobs())
-		})
+		fr = pp.parse(seq, parse)
 		fr.reused, fr.checked = f, f != nil
 	}
 	fr.sum, fr.hashed = sum, true
@@ -272,7 +262,7 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 		return catalog.Meta{}, &Error{Phase: PhasePulling, Reason: ReasonInternal, Retryable: true, Err: err}
 	}
 	defer sp.remove()
-	pool := newParsePool(sp, a.p.budget, a.p.inline, a.p.workers)
+	pool := newParsePool(sp, a.p.tmpDir, a.p.budget, a.p.inline, a.p.workers)
 	if a.prev != nil && a.prev.FilesSize > 0 {
 		pool.reuseFrom(a.p.loadReuse(ctx, *a.prev), a.p.verify)
 	}
@@ -280,6 +270,7 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 		return catalog.Meta{}, err
 	}
 	err = a.readLayers(ctx, img, u, pool)
+	pool.scratch.close()
 	pool.stream.stop()
 	if err != nil {
 		pool.stream.abort()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,10 +13,10 @@ import (
 	"github.com/catalogsync/catalogsync/sync/source"
 )
 
-// A file larger than the inline size is parsed as it streams (not read
-// whole: it would not fit the read-ahead budget) and is summarised like
-// the others: a later sync that reads it whole (here, one with the
-// default sizes) reuses it when only another file changed.
+// A file larger than the inline size is not read whole (it would not fit
+// the read-ahead budget) and is summarised like the others: a later sync
+// that reads it whole (here, one with the default sizes) reuses it when
+// only another file changed.
 func TestUnitLargeFileStreamedAndReused(t *testing.T) {
 	t.Parallel()
 	big := bigPackage("big", 200) // about 40 KiB, over the 16 KiB inline size
@@ -35,6 +36,46 @@ func TestUnitLargeFileStreamedAndReused(t *testing.T) {
 	}
 	if res.Files != 2 || res.FilesReused != 1 {
 		t.Fatalf("second sync: files %d, reused %d; want the large file reused", res.Files, res.FilesReused)
+	}
+}
+
+// A file larger than the inline size waits on local disk instead of in
+// memory, and is reused like a file read whole: a sync with the same
+// sizes that finds its bytes published does not parse it again (here it
+// does, to compare: WithVerifyReuse).
+func TestUnitLargeFileReusedAtTheSameSizes(t *testing.T) {
+	t.Parallel()
+	big := bigPackage("big", 200) // about 40 KiB, over the 16 KiB inline size
+	src, st, pl := newUnit(t, pipeline.WithFileBudget(32<<10, 16<<10))
+	src.tag("reg/c:v1", newImage(t, tarLayer(t, entry{"configs/big.json", big}, entry{"configs/q.json", onePackage})))
+	if _, err := runOnce(t, pl, "c", "reg/c:v1"); err != nil {
+		t.Fatal(err)
+	}
+	src.tag("reg/c:v2", newImage(t, tarLayer(t, entry{"configs/big.json", big}, entry{"configs/q.json", qFixed})))
+	pl = pipeline.New(src, st, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true),
+		pipeline.WithFileBudget(32<<10, 16<<10))
+	res, err := runOnce(t, pl, "c", "reg/c:v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 2 || res.FilesReused != 1 {
+		t.Fatalf("second sync: files %d, reused %d; want the large file reused", res.Files, res.FilesReused)
+	}
+}
+
+// The scratch files large files wait in leave nothing in the temp folder:
+// a pod's emptyDir does not fill up sync after sync.
+func TestUnitLargeFilesLeaveNoScratchFiles(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	src, _, pl := newUnit(t, pipeline.WithTempDir(tmp), pipeline.WithFileBudget(32<<10, 16<<10))
+	src.tag("reg/c:v1", newImage(t, tarLayer(t, entry{"configs/a.json", bigPackage("a", 200)},
+		entry{"configs/b.json", bigPackage("b", 200)}, entry{"configs/q.json", onePackage})))
+	if _, err := runOnce(t, pl, "c", "reg/c:v1"); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("temp folder holds %d entries after the sync, first %s", len(left), left[0].Name())
 	}
 }
 
