@@ -32,17 +32,28 @@ func kubectlOn(t *testing.T, kube *servers.KubeAPIServer) func(stdin string, arg
 	}
 }
 
+// clusterCatalogKube is the package's one kube-apiserver with the
+// ClusterCatalog CRD established: each start costs etcd and the
+// apiserver some 15 CPU-seconds. At the test's end the ClusterCatalogs
+// named are deleted, after serve stops (cleanups run last first), so that
+// the next test's serve finds none of them.
+func clusterCatalogKube(t *testing.T, catalogs ...string) (*servers.KubeAPIServer, func(stdin string, args ...string) string) {
+	kube := servers.SharedKube(t)
+	k := kubectlOn(t, kube)
+	root, _ := filepath.Abs("../..")
+	k("", "apply", "-f", filepath.Join(root, "deploy/crd/clustercatalog.yaml"))
+	k("", "wait", "--for", "condition=Established", "--timeout", "60s", "crd/clustercatalogs.olm.operatorframework.io")
+	t.Cleanup(func() { k("", append([]string{"delete", "clustercatalog", "--ignore-not-found"}, catalogs...)...) })
+	return kube, k
+}
+
 // serve in ClusterCatalog mode against a real kube-apiserver: a catalog a
 // user creates with kubectl is synced, its status says Serving with the
 // digest and URL, its content is served, and availabilityMode Unavailable
 // turns both off.
 func TestServeClusterCatalogs(t *testing.T) {
-	kube := servers.StartKube(t)
-	k := kubectlOn(t, kube)
+	kube, k := clusterCatalogKube(t, "community", "local")
 	root, _ := filepath.Abs("../..")
-	k("", "apply", "-f", filepath.Join(root, "deploy/crd/clustercatalog.yaml"))
-	k("", "wait", "--for", "condition=Established", "--timeout", "60s", "crd/clustercatalogs.olm.operatorframework.io")
-
 	reg := servers.StartRegistry(t)
 	digest, err := imagebuild.Push(context.Background(), imagebuild.NewRegClient(reg.Host), reg.Host+"/acme/catalog:v1",
 		imagebuild.FromDir(filepath.Join(root, "testdata/fbc/community-v4.21-3pkgs/configs"), "/configs"))

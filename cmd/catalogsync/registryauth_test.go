@@ -98,11 +98,7 @@ func TestServeRegistryAuthFailure(t *testing.T) {
 func TestServeRegistryAuthFailureStatus(t *testing.T) {
 	const user, good, wrong = "reader", "right-Pw-71c2aa", "wrong-Pw-0d4e9b"
 	reg, ca, _ := privateRegistry(t, user, good)
-	kube := servers.StartKube(t)
-	k := kubectlOn(t, kube)
-	root, _ := filepath.Abs("../..")
-	k("", "apply", "-f", filepath.Join(root, "deploy/crd/clustercatalog.yaml"))
-	k("", "wait", "--for", "condition=Established", "--timeout", "60s", "crd/clustercatalogs.olm.operatorframework.io")
+	kube, k := clusterCatalogKube(t, "private")
 	cfg := writeServeConfig(t, registryCreds(reg, ca, user, wrong))
 	s := startServe(t, "--config", cfg, "--store", t.TempDir(), "--clustercatalogs", "--kubeconfig", kube.Kubeconfig, "--base-url", "http://example.test")
 	k(fmt.Sprintf("apiVersion: olm.operatorframework.io/v1\nkind: ClusterCatalog\nmetadata:\n  name: private\nspec:\n  source:\n    type: Image\n    image:\n      ref: %s/acme/private:v1\n", reg.Host), "apply", "-f", "-")

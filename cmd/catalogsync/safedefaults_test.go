@@ -127,7 +127,7 @@ func storeOpsMetric(t *testing.T, addr string) int {
 // events listener; another audience, a forged token and none are refused,
 // and /events is not on the main listener.
 func TestServeEventsOIDC(t *testing.T) {
-	k := servers.StartKube(t)
+	k := servers.SharedKube(t)
 	restCfg, err := kubeclient.Config(k.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +140,11 @@ func TestServeEventsOIDC(t *testing.T) {
 	if _, err := core.ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "oidc-pingsource"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := core.ServiceAccounts("default").Delete(ctx, "oidc-pingsource", metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	})
 	token := func(aud string) string {
 		tr, err := core.ServiceAccounts("default").CreateToken(ctx, "oidc-pingsource", &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
 		if err != nil {

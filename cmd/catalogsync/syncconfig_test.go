@@ -81,8 +81,10 @@ func TestSyncConfigNamesTheFilesCatalogs(t *testing.T) {
 func TestSyncPullSecret(t *testing.T) {
 	const user, pass = "reader", "pull-Pw-7f20ab"
 	reg, ca, digest := privateRegistry(t, user, pass)
-	kube := servers.StartKube(t)
-	kubectlOn(t, kube)("", "create", "secret", "docker-registry", "regcred", "--docker-server", reg.Host, "--docker-username", user, "--docker-password", pass)
+	kube := servers.SharedKube(t)
+	k := kubectlOn(t, kube)
+	k("", "create", "secret", "docker-registry", "regcred", "--docker-server", reg.Host, "--docker-username", user, "--docker-password", pass)
+	t.Cleanup(func() { k("", "delete", "secret", "regcred") })
 	for _, tc := range []struct {
 		cmd       []string
 		published string
