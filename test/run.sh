@@ -41,14 +41,23 @@ fi
 # plainly. Their scenarios mostly wait on those processes, so they run
 # beside the race-checked packages, which mostly compute.
 plain=(./test/e2e ./test/oracle ./test/chaos ./test/deploy ./test/fleet ./test/hostile ./test/imagebuild ./bench ./test/load)
-# Tests whose work is one goroutine computing (argument parsing, hashing
-# 150 MB of ids) or the volume of the 12 MB community catalog through code
-# a small catalog's subtest already race-checks: the race detector finds
-# nothing more there and makes them ten times slower. They run plainly;
-# the rest of their packages stays raced.
-volume='^TestOneCommandParsesAsAll$|^TestEverySettingRefusesGarbage$|^TestDedupeBoundedInBytes$'
-volume+='|^TestMetasIsFilterOfAll$/^community-v4.21$|^TestSameAsCatalogd$/^community-v4.21$|^TestWorstCaseBoundsAnswer$/^community-v4.21$'
-volumePkgs=(./cmd/catalogsync ./handlers/content ./handlers/graphql ./handlers/webhook)
+# Tests run plainly although their package is race-checked, one line per
+# package: one goroutine computing, or volume (the 12 MB community
+# catalog, hundreds of MB of parts) through code that a smaller test of
+# the same package, named in the comment, race-checks. There the race
+# detector finds nothing more and makes them several times slower.
+# The raced run skips these patterns in every package: a name here must
+# be unique in the module.
+declare -A plainTests=(
+  # Argument parsing and every setting's check: one goroutine.
+  [./cmd/catalogsync]='^TestOneCommandParsesAsAll$|^TestEverySettingRefusesGarbage$'
+  # Hashing 150 MB of ids in one goroutine.
+  [./handlers/webhook]='^TestDedupeBoundedInBytes$'
+  # The community catalog's volume; the small catalogs' subtests are raced.
+  [./handlers/content]='^TestMetasIsFilterOfAll$/^community-v4.21$'
+  [./handlers/graphql]='^TestSameAsCatalogd$/^community-v4.21$|^TestWorstCaseBoundsAnswer$/^community-v4.21$'
+)
+volume=$(IFS='|'; echo "${plainTests[*]}")
 # sync/fbc starts no goroutine: but for its concurrent-parse test, raced
 # on its own, its tests are one goroutine parsing catalogs.
 oneGoroutine=(./sync/fbc)
@@ -56,29 +65,32 @@ oneGoroutine=(./sync/fbc)
 # cores stay busy to the end; go test starts packages in the order given.
 first=(./handlers/content ./cmd/catalogsync ./handlers/ui ./storage/s3 ./handlers/graphql ./sync/status ./sync/pipeline ./storage/catalog)
 mapfile -t raced < <(go list "${first[@]}"; go list ./... | grep -v -x -F -f <(go list "${plain[@]}" "${oneGoroutine[@]}" "${first[@]}"))
-# Three batches side by side, each printed whole when all are done: the
-# race-checked packages, the end-to-end packages, the tests named above.
-plainLog=$(mktemp) restLog=$(mktemp) bin=$(mktemp -d)
-trap 'rm -rf "$plainLog" "$restLog" "$bin"' EXIT
+# Three batches side by side, in go test -json: the race-checked packages
+# printed as each ends, the end-to-end packages and the tests named above
+# printed whole when all are done; then the slowest tests of all three.
+racedLog=$(mktemp) plainLog=$(mktemp) restLog=$(mktemp) bin=$(mktemp -d)
+trap 'rm -rf "$racedLog" "$plainLog" "$restLog" "$bin"' EXIT
 # One catalogsync binary for every package that starts it as a process.
 go build -o "$bin/catalogsync" ./cmd/catalogsync
+go build -o "$bin/slowest" ./test/slowest
 export CATALOGSYNC_TEST_BINARY="$bin/catalogsync"
-go test -count=1 -timeout 25m "${plain[@]}" >"$plainLog" 2>&1 &
+go test -json -count=1 -timeout 25m "${plain[@]}" >"$plainLog" 2>&1 &
 plain_pid=$!
 (
   st=0
-  go test -count=1 -timeout 25m -run "$volume" "${volumePkgs[@]}" || st=$?
-  go test -count=1 -timeout 25m "${oneGoroutine[@]}" || st=$?
-  go test -race -count=1 -timeout 25m -run '^TestParseConcurrent$' ./sync/fbc || st=$?
+  go test -json -count=1 -timeout 25m -run "$volume" "${!plainTests[@]}" || st=$?
+  go test -json -count=1 -timeout 25m "${oneGoroutine[@]}" || st=$?
+  go test -json -race -count=1 -timeout 25m -run '^TestParseConcurrent$' ./sync/fbc || st=$?
   exit "$st"
 ) >"$restLog" 2>&1 &
 rest_pid=$!
 status=0
-go test -race -count=1 -timeout 25m -skip "$volume" "${raced[@]}" || status=$?
+go test -json -race -count=1 -timeout 25m -skip "$volume" "${raced[@]}" 2>&1 | tee "$racedLog" | "$bin/slowest" || status=$?
 wait "$plain_pid" || status=$?
 wait "$rest_pid" || status=$?
 echo "== go test (end-to-end packages, without the race detector)"
-cat "$plainLog"
-echo "== go test (volume and one-goroutine tests, without the race detector; the concurrent parse with it)"
-cat "$restLog"
+"$bin/slowest" "$plainLog"
+echo "== go test (plain tests of raced packages and one-goroutine tests, without the race detector; the concurrent parse with it)"
+"$bin/slowest" "$restLog"
+"$bin/slowest" -print=false -top 15 "$racedLog" "$plainLog" "$restLog"
 exit "$status"
