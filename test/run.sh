@@ -60,6 +60,10 @@ declare -A plainTests=(
   # in TestPutPartsCompleteInOrder and TestPutSendsAtMostConcurrencyParts,
   # the suite in its bucket subtest.
   [./storage/s3]='^TestPutPartBoundaries$|^TestPutMemoryFlat$|^TestConformance$/^prefix$'
+  # One goroutine: 100k Queries, a 64 MB catalog through the static layout;
+  # publishers race in TestPublishRace and
+  # TestStaticLayoutConvergesWhenPublishersRace.
+  [./storage/catalog]='^TestQueryReadsOnlyMatches$|^TestStaticLayoutStreamsLargeCatalogs$'
   # Chromium's work, or the community catalog's 33 packages: every page
   # type stays raced in TestBrowserPages and TestHostileCatalog, the graphs
   # against opm in TestEveryPackagePageDraws/edge-cases.
