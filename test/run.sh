@@ -40,7 +40,9 @@ fi
 # would check only the harness while slowing every scenario: they run
 # plainly. Their scenarios mostly wait on those processes, so they run
 # beside the race-checked packages, which mostly compute.
-plain=(./test/e2e ./test/oracle ./test/chaos ./test/deploy ./test/fleet ./test/hostile ./test/imagebuild ./bench ./test/load)
+# The compute-heavy ones first (go test starts packages in the order
+# given); the rest mostly wait on their servers, so four run at once.
+plain=(./test/e2e ./test/chaos ./test/hostile ./test/deploy ./test/fleet ./test/oracle ./test/imagebuild ./bench ./test/load)
 # Tests run plainly although their package is race-checked, one line per
 # package: one goroutine computing, or volume (the 12 MB community
 # catalog, hundreds of MB of parts) through code that a smaller test of
@@ -86,7 +88,7 @@ trap 'rm -rf "$racedLog" "$plainLog" "$restLog" "$bin"' EXIT
 go build -o "$bin/catalogsync" ./cmd/catalogsync
 go build -o "$bin/slowest" ./test/slowest
 export CATALOGSYNC_TEST_BINARY="$bin/catalogsync"
-go test -json -count=1 -timeout 25m "${plain[@]}" >"$plainLog" 2>&1 &
+go test -json -p 4 -count=1 -timeout 25m "${plain[@]}" >"$plainLog" 2>&1 &
 plain_pid=$!
 (
   st=0
