@@ -35,6 +35,16 @@ func TestDocumentCap(t *testing.T) {
 			}
 		})
 	}
+	// A whole document over the cap, from a reader that fills every
+	// buffer it is given (a file): refused too, not only a stream's.
+	t.Run("whole document from a file-like reader", func(t *testing.T) {
+		t.Parallel()
+		doc := `{"schema":"x","pad":"` + strings.Repeat("z", MaxDocumentBytes+MaxDocumentBytes/4) + `"}` + "\n"
+		err := Parse(strings.NewReader(doc), func(Object) error { return nil })
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "larger than") {
+			t.Fatalf("a %d-byte document: %v", len(doc), err)
+		}
+	})
 	// Documents under the cap, one after another, are fine whatever the
 	// total.
 	t.Run("many under the cap", func(t *testing.T) {

@@ -60,7 +60,11 @@ func (w *window) fill() bool {
 			w.err = io.ErrNoProgress
 			return false
 		}
-		n, err := w.r.Read(w.buf[len(w.buf):cap(w.buf)])
+		// At most one byte past the cap: a reader that fills the whole
+		// buffer (a file) must not bring a document over it in one read,
+		// unseen by the check above.
+		room := min(cap(w.buf), len(w.buf)+MaxDocumentBytes+1-(w.end()-w.keep))
+		n, err := w.r.Read(w.buf[len(w.buf):room])
 		w.buf = w.buf[:len(w.buf)+n]
 		if err == io.EOF {
 			w.eof = true
