@@ -26,7 +26,8 @@ var (
 	// holds the catalog's lease.
 	ErrLeaseHeld = errors.New("another replica is syncing this catalog")
 	// ErrLeaseLost is the cause of a held lease's context when another
-	// replica took it over (renewals failed for longer than the TTL).
+	// replica took it over, or may soon (renewals failed until a quarter
+	// TTL before the lease expires).
 	ErrLeaseLost = errors.New("sync lease lost to another replica")
 )
 
@@ -111,35 +112,56 @@ func AcquireLease(ctx context.Context, s storage.Store, name, digest string, h L
 // Context is cancelled when the lease is lost or released.
 func (l *Lease) Context() context.Context { return l.ctx }
 
+// renew renews the lease every TTL/3 until it is released or lost. The
+// holder gives it up a quarter TTL before the record it last wrote
+// expires: another replica may take over only after that expiry, and the
+// quarter leaves the holder's writes under way time to end first. A hung
+// store thus loses the lease two missed renewals in, not after the TTL.
 func (l *Lease) renew() {
 	defer close(l.done)
 	t := time.NewTicker(l.ttl / 3)
 	defer t.Stop()
-	lastOK := time.Now()
+	giveUp := l.rec.Expires.Add(-l.ttl / 4)
+	lost := time.NewTimer(time.Until(giveUp))
+	defer lost.Stop()
+	var failed error // the store's last renewal error
 	for {
 		select {
 		case <-l.ctx.Done():
+			return
+		case <-lost.C:
+			l.lose(failed)
 			return
 		case <-t.C:
 		}
 		rec := l.rec
 		rec.Expires = time.Now().Add(l.ttl)
-		ctx, cancel := context.WithTimeout(l.ctx, l.ttl/3)
+		ctx, cancel := context.WithTimeout(l.ctx, min(l.ttl/3, time.Until(giveUp)))
 		in, err := l.s.PutIf(ctx, l.key, leaseData(rec), l.etag)
 		cancel()
 		switch {
 		case err == nil:
-			l.etag, lastOK = in.ETag, time.Now()
+			l.etag, giveUp, failed = in.ETag, rec.Expires.Add(-l.ttl/4), nil
+			lost.Reset(time.Until(giveUp))
 		case errors.Is(err, storage.ErrPrecondition):
 			l.cancel(ErrLeaseLost)
 			return
-		case time.Since(lastOK) > l.ttl:
-			// The store was unreachable for a whole TTL: another replica
-			// may have taken over, so stop rather than write twice.
-			l.cancel(fmt.Errorf("%w: renewals failing: %v", ErrLeaseLost, err))
-			return
+		case failed == nil || !errors.Is(err, context.DeadlineExceeded):
+			// A store error says more than the deadline that cut a
+			// later renewal short.
+			failed = err
 		}
 	}
+}
+
+// lose ends a lease whose renewals failed until it was about to expire:
+// another replica may take it over, so this one stops rather than write
+// twice.
+func (l *Lease) lose(failed error) {
+	if failed == nil {
+		failed = errors.New("no renewal answered")
+	}
+	l.cancel(fmt.Errorf("%w: renewals failing: %w", ErrLeaseLost, failed))
 }
 
 // Release ends the lease: it is marked expired (only if still ours), so a

@@ -287,3 +287,45 @@ func TestLeaseRetriesAfterLostSwap(t *testing.T) {
 		t.Fatalf("record %+v after %d swaps, want ours after 2", rec, h.calls())
 	}
 }
+
+// A store that stops answering (each renewal fails after a stall, as a
+// hung S3 endpoint's do) loses the holder its lease before the record it
+// last wrote expires, when another replica may take it over, and the
+// cause names the store's error. On the bubble's clock.
+func TestLeaseOnHungStoreLostBeforeItExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ttl, stall = 3 * time.Second, 200 * time.Millisecond
+		var hung sync.Once
+		var since time.Time
+		h := &hookStore{Store: newStore(t), hook: func(ctx context.Context, n int, _ string) error {
+			if n < 3 { // acquired and renewed once, then the store hangs
+				return nil
+			}
+			hung.Do(func() { since = time.Now() })
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(stall):
+				return errInjected
+			}
+		}}
+		l, _, err := AcquireLease(ctx, h, "x", "sha256:aa", LeaseHolder{Replica: "a", Instance: "a1"}, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release(ctx)
+		<-l.Context().Done()
+		lost := time.Now()
+		rec, err := ReadLease(ctx, h.Store, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !lost.Before(rec.Expires) {
+			t.Errorf("lease lost %v after the store hung, %v after its record expired", lost.Sub(since), lost.Sub(rec.Expires))
+		}
+		if cause := context.Cause(l.Context()); !errors.Is(cause, ErrLeaseLost) || !errors.Is(cause, errInjected) {
+			t.Errorf("cause %v, want ErrLeaseLost with the store's error", cause)
+		}
+	})
+}
