@@ -111,6 +111,17 @@ func (w *Writer) step(ctx context.Context, en *entry, o object) (time.Duration, 
 		return 0, nil
 	}
 	var wait soonest
+	if !w.followOnly {
+		// A sync's Progressing does not follow from the pointer: it goes
+		// out before the pointer is read, so a hung store cannot hold back
+		// the failure it caused. The step below then finds it applied.
+		r := w.render(en, o)
+		d, err := w.writeProgressing(ctx, en, &r)
+		if err != nil {
+			return 0, err
+		}
+		wait.add(d)
+	}
 	if d, err := w.refreshPointer(ctx, en); err != nil {
 		wait.add(d)
 	}

@@ -43,6 +43,7 @@ type fakeCluster struct {
 	failFor      map[string]error // fails the status applies of one field manager
 	ptr          *catalog.Pointer
 	ptrErr       error
+	onPointer    func() // called as each pointer read starts
 }
 
 type fakeApply struct {
@@ -189,6 +190,9 @@ func (f *fakeCluster) get(name string) (object, bool) {
 }
 
 func (f *fakeCluster) pointer(context.Context, string) (catalog.Pointer, error) {
+	if f.onPointer != nil {
+		f.onPointer()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ptrReads++

@@ -696,3 +696,24 @@ func TestDigestOf(t *testing.T) {
 		}
 	}
 }
+
+// A failed sync's Retrying is applied before the published pointer is
+// read again: a hung store, whose reads wait out their timeout, must not
+// hold back the news of the failure it caused.
+func TestRenderRetryingBeforePointerRead(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.observe(pipeline.Event{Phase: pipeline.PhaseResolving})
+	r.mustWrite()
+	var atRead []string
+	r.fc.onPointer = func() { atRead = append(atRead, r.cond(TypeProgressing).Reason) }
+	failed(r, &pipeline.Error{Phase: pipeline.PhasePulling, Reason: pipeline.ReasonStorage, Retryable: true,
+		Err: errors.New("server stalled: no response in 2s")})
+	r.mustWrite()
+	if len(atRead) == 0 || atRead[0] != ReasonRetrying {
+		t.Fatalf("Progressing at the pointer reads after the failure: %q, want %s first", atRead, ReasonRetrying)
+	}
+	if got := r.cond(TypeProgressing); got.Reason != ReasonRetrying || !strings.Contains(got.Message, "server stalled") {
+		t.Fatalf("Progressing %s: %s", got.Reason, got.Message)
+	}
+}
