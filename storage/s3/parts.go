@@ -15,6 +15,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/catalogsync/catalogsync/internal/stall"
 	"github.com/catalogsync/catalogsync/storage"
 )
 
@@ -66,7 +67,7 @@ func (s *Store) putStream(ctx context.Context, full string, r io.Reader, h stora
 	u := &upload{s: s, key: full, id: created.UploadId, f: f}
 	tag, err := u.run(ctx, cr, buf)
 	if err != nil {
-		u.abort(ctx)
+		u.abort(ctx, err)
 		return "", 0, err
 	}
 	return tag, cr.n, nil
@@ -208,14 +209,20 @@ func canceled(err error) bool {
 }
 
 // abort removes the parts sent, with a context of its own so that a
-// cancelled Put aborts too. When even that fails, AbortStaleUploads finds
-// the upload later.
-func (u *upload) abort(ctx context.Context) {
+// cancelled Put aborts too. After the upload failed (err) because the
+// store stopped answering it is tried once: retries would only hold the
+// Put's caller for more stall timeouts. When even that fails,
+// AbortStaleUploads finds the upload later.
+func (u *upload) abort(ctx context.Context, err error) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
+	var opts []func(*awss3.Options)
+	if errors.Is(err, stall.ErrStalled) {
+		opts = append(opts, func(o *awss3.Options) { o.RetryMaxAttempts = 1 })
+	}
 	_, _ = u.s.client.AbortMultipartUpload(actx, &awss3.AbortMultipartUploadInput{
 		Bucket: aws.String(u.s.bucket), Key: aws.String(u.key), UploadId: u.id,
-	})
+	}, opts...)
 }
 
 // optional is nil for "", so an unset header is not sent at all.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/stall"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -283,5 +284,26 @@ func TestUploadKeepsTheRealError(t *testing.T) {
 		if got := u.failed(); got != tc.want {
 			t.Errorf("%s: failed() = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A store that hangs mid-upload fails the Put with ErrStalled once the
+// parts' tries are spent, and the abort that follows is tried once, not
+// again and again against a store that does not answer (AbortStaleUploads
+// finds the upload later): the sync waiting on the Put learns of the
+// outage after one more stall timeout, not after the SDK's retries.
+func TestPutOnHungStoreAbortsOnce(t *testing.T) {
+	m := servers.SharedMinIO(t)
+	proxy := servers.NewProxy(t, m.Endpoint, servers.WithClassifier(s3Class))
+	cfg := minioConfig(m, newBucket(t, m))
+	cfg.Endpoint, cfg.PartSize, cfg.StallTimeout = proxy.URL, 5<<20, 300*time.Millisecond
+	s := newTestStore(t, cfg)
+	proxy.Inject(servers.StallAfter(-1), 0, classUploadPart, classAbortUpload, classComplete)
+	_, err := s.Put(testCtx(t), "hung", &noiseReader{n: 12 << 20})
+	if !errors.Is(err, stall.ErrStalled) {
+		t.Fatalf("Put on a hung store: %v, want ErrStalled", err)
+	}
+	if got := proxy.Count(classAbortUpload); got != 1 {
+		t.Fatalf("%d AbortMultipartUpload requests, want 1", got)
 	}
 }
