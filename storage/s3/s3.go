@@ -208,6 +208,7 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	client := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
 		o.HTTPClient = stall.Client(o.HTTPClient, cfg.stallTimeout())
+		o.Retryer = stallRetryer{o.Retryer}
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
