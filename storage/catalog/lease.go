@@ -124,6 +124,9 @@ func (l *Lease) renew() {
 	giveUp := l.rec.Expires.Add(-l.ttl / 4)
 	lost := time.NewTimer(time.Until(giveUp))
 	defer lost.Stop()
+	if !leaseKeepsTime {
+		lost.Stop()
+	}
 	var failed error // the store's last renewal error
 	for {
 		select {
@@ -142,7 +145,9 @@ func (l *Lease) renew() {
 		switch {
 		case err == nil:
 			l.etag, giveUp, failed = in.ETag, rec.Expires.Add(-l.ttl/4), nil
-			lost.Reset(time.Until(giveUp))
+			if leaseKeepsTime {
+				lost.Reset(time.Until(giveUp))
+			}
 		case errors.Is(err, storage.ErrPrecondition):
 			l.cancel(ErrLeaseLost)
 			return

@@ -7,3 +7,9 @@ package catalog
 // its compare-and-swap, which the partition suite (test/chaos) must
 // detect.
 const publishSkipsCAS = false
+
+// leaseKeepsTime is true in every real build: a holder gives its lease up
+// on its own clock (see Lease.renew). The planted build drops that too,
+// so that the compare-and-swap is all that stands between a paused
+// publisher and the pointer, as the suite needs to see the bug.
+const leaseKeepsTime = true

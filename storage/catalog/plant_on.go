@@ -4,3 +4,6 @@ package catalog
 
 // publishSkipsCAS plants a bug for the partition suite: see plant_off.go.
 const publishSkipsCAS = true
+
+// leaseKeepsTime: see plant_off.go.
+const leaseKeepsTime = false

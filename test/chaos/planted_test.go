@@ -23,8 +23,9 @@ import (
 // renewals held back, so nothing but the pointer's compare-and-swap stands
 // between its stale publish and the store. The service as built keeps every
 // invariant; built with the planted bug (tag chaos_nocas: publish without
-// the CAS) the checker names the stale pointer write and the status it
-// moved back.
+// the CAS, and a lease that no longer gives itself up on its own clock,
+// which would stop the resumed replica first) the checker names the stale
+// pointer write and the status it moved back.
 func TestPausedPublisherMeetsTheCAS(t *testing.T) {
 	needNetns(t)
 	t.Run("as built", func(t *testing.T) {
