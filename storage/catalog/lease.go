@@ -27,8 +27,8 @@ var (
 	ErrLeaseHeld = errors.New("another replica is syncing this catalog")
 	// ErrLeaseLost is the cause of a held lease's context when another
 	// replica took it over, or may soon (renewals failed until a quarter
-	// TTL before the lease expires).
-	ErrLeaseLost = errors.New("sync lease lost to another replica")
+	// TTL before the lease expires); the wrapping error says which.
+	ErrLeaseLost = errors.New("sync lease lost")
 )
 
 // LeaseHolder names a lease's owner. Instance is unique to one process and
@@ -149,7 +149,7 @@ func (l *Lease) renew() {
 				lost.Reset(time.Until(giveUp))
 			}
 		case errors.Is(err, storage.ErrPrecondition):
-			l.cancel(ErrLeaseLost)
+			l.cancel(fmt.Errorf("%w: another replica took it over", ErrLeaseLost))
 			return
 		case failed == nil || !errors.Is(err, context.DeadlineExceeded):
 			// A store error says more than the deadline that cut a
