@@ -18,6 +18,8 @@ import (
 	ct "github.com/google/certificate-transparency-go"
 	cttls "github.com/google/certificate-transparency-go/tls"
 	ctx509 "github.com/google/certificate-transparency-go/x509"
+
+	"github.com/catalogsync/catalogsync/internal/certtest"
 )
 
 var (
@@ -42,20 +44,7 @@ func newCA(t testing.TB, name string, key crypto.Signer) *testCA {
 		NotBefore: notBefore, NotAfter: notBefore.Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
-	return &testCA{cert: certify(t, tmpl, tmpl, key.Public(), key), key: key}
-}
-
-func certify(t testing.TB, tmpl, parent *x509.Certificate, pub crypto.PublicKey, key crypto.Signer) *x509.Certificate {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return &testCA{cert: certtest.Issue(t, tmpl, tmpl, key.Public(), key), key: key}
 }
 
 // leafTemplate is a short-lived code signing certificate like Fulcio's.
@@ -77,7 +66,7 @@ func (ca *testCA) precert(t testing.TB, tmpl *x509.Certificate) *x509.Certificat
 	pre := *tmpl
 	pre.ExtraExtensions = append(append([]pkix.Extension(nil), tmpl.ExtraExtensions...),
 		pkix.Extension{Id: oidPoison, Critical: true, Value: []byte{0x05, 0x00}})
-	return certify(t, &pre, ca.cert, tmpl.PublicKey, ca.key)
+	return certtest.Issue(t, &pre, ca.cert, tmpl.PublicKey, ca.key)
 }
 
 // final signs tmpl with an SCT list extension of value ext last, where
@@ -87,7 +76,7 @@ func (ca *testCA) final(t testing.TB, tmpl *x509.Certificate, ext []byte) *x509.
 	c := *tmpl
 	c.ExtraExtensions = append(append([]pkix.Extension(nil), tmpl.ExtraExtensions...),
 		pkix.Extension{Id: oidSCTList, Value: ext})
-	return certify(t, &c, ca.cert, tmpl.PublicKey, ca.key)
+	return certtest.Issue(t, &c, ca.cert, tmpl.PublicKey, ca.key)
 }
 
 // testLog is a CT log: it signs SCTs for precertificates as RFC 6962

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
+	"github.com/catalogsync/catalogsync/internal/certtest"
 	"github.com/catalogsync/catalogsync/internal/sct"
 )
 
@@ -157,7 +158,7 @@ func mutationCases(t *testing.T, f *fixture) []verifyCase {
 		{name: "other issuer", leaf: f.leaf(t, sctList(t, good)), issuer: f.otherCA.cert, logs: f.logs, want: sct.ErrInvalid},
 		{name: "SCT of another certificate", leaf: f.leaf(t, sctList(t, otherSCT)), issuer: f.ca.cert, logs: f.logs, want: sct.ErrInvalid},
 		{name: "certificate changed after logging", leaf: f.ca.final(t, changed, sctList(t, good)), issuer: f.ca.cert, logs: f.logs, want: sct.ErrInvalid},
-		{name: "SCT list extension removed", leaf: certify(t, leafTemplate(1, "dev@acme.example", f.leafKey), f.ca.cert, f.leafKey, f.ca.key), issuer: f.ca.cert, logs: f.logs, want: sct.ErrNoSCT},
+		{name: "SCT list extension removed", leaf: certtest.Issue(t, leafTemplate(1, "dev@acme.example", f.leafKey), f.ca.cert, f.leafKey, f.ca.key), issuer: f.ca.cert, logs: f.logs, want: sct.ErrNoSCT},
 		{name: "unknown log", leaf: f.leaf(t, sctList(t, good)), issuer: f.ca.cert, logs: map[[32]byte]crypto.PublicKey{f.otherLog.id: f.otherLog.key.Public()}, want: sct.ErrUnknownLog},
 		{name: "no trusted log", leaf: f.leaf(t, sctList(t, good)), issuer: f.ca.cert, want: sct.ErrUnknownLog},
 		{name: "unknown log then valid", leaf: f.leaf(t, sctList(t, f.signed(t, f.otherLog, nil), good)), issuer: f.ca.cert, logs: f.logs},

@@ -13,6 +13,7 @@ import (
 	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/catalogsync/catalogsync/internal/certtest"
 	"github.com/catalogsync/catalogsync/internal/sigverify"
 )
 
@@ -236,7 +237,7 @@ func chainOf(c *protobundle.Bundle, intermediate []byte) *protobundle.Verificati
 // signature, a DSSE envelope) verify with VerifyWithKey exactly when
 // sigstore-go verifies them with that key as its trust material.
 func TestKeyVerdictsMatchSigstoreGo(t *testing.T) {
-	key, other := newKey(t), newKey(t)
+	key, other := certtest.Key(t), certtest.Key(t)
 	artifact := []byte("catalog manifest")
 	sum := sha256.Sum256(artifact)
 	msg := &protobundle.Bundle{MediaType: mediaV03, VerificationMaterial: &protobundle.VerificationMaterial{

@@ -3,7 +3,6 @@ package sigverify_test
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -25,6 +24,8 @@ import (
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/catalogsync/catalogsync/internal/certtest"
 )
 
 // virtual is an in-test sigstore, as sigstore-go's testing/ca makes one
@@ -44,7 +45,7 @@ var (
 
 func newVirtual(t testing.TB) *virtual {
 	t.Helper()
-	v := &virtual{rootKey: newKey(t), interKey: newKey(t), tsaKey: newKey(t), rekorKey: newKey(t), ctKey: newKey(t)}
+	v := &virtual{rootKey: certtest.Key(t), interKey: certtest.Key(t), tsaKey: certtest.Key(t), rekorKey: certtest.Key(t), ctKey: certtest.Key(t)}
 	now := time.Now()
 	ca := func(name string, eku x509.ExtKeyUsage) *x509.Certificate {
 		return &x509.Certificate{
@@ -56,15 +57,15 @@ func newVirtual(t testing.TB) *virtual {
 	}
 	rootTmpl := ca("sigstore", x509.ExtKeyUsageAny)
 	rootTmpl.ExtKeyUsage = nil
-	v.root = issue(t, rootTmpl, rootTmpl, &v.rootKey.PublicKey, v.rootKey)
-	v.inter = issue(t, ca("sigstore-intermediate", x509.ExtKeyUsageCodeSigning), v.root, &v.interKey.PublicKey, v.rootKey)
-	tsaInterKey := newKey(t)
-	v.tsaInter = issue(t, ca("sigstore-tsa-intermediate", x509.ExtKeyUsageTimeStamping), v.root, &tsaInterKey.PublicKey, v.rootKey)
+	v.root = certtest.Issue(t, rootTmpl, rootTmpl, &v.rootKey.PublicKey, v.rootKey)
+	v.inter = certtest.Issue(t, ca("sigstore-intermediate", x509.ExtKeyUsageCodeSigning), v.root, &v.interKey.PublicKey, v.rootKey)
+	tsaInterKey := certtest.Key(t)
+	v.tsaInter = certtest.Issue(t, ca("sigstore-tsa-intermediate", x509.ExtKeyUsageTimeStamping), v.root, &tsaInterKey.PublicKey, v.rootKey)
 	eku, err := asn1.Marshal([]asn1.ObjectIdentifier{{1, 3, 6, 1, 5, 5, 7, 3, 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.tsaLeaf = issue(t, &x509.Certificate{
+	v.tsaLeaf = certtest.Issue(t, &x509.Certificate{
 		SerialNumber: serial(), Subject: pkix.Name{CommonName: "tsa"},
 		NotBefore: now.Add(-5 * time.Minute), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 37}, Critical: true, Value: eku}},
@@ -76,33 +77,12 @@ var serials int64
 
 func serial() *big.Int { serials++; return big.NewInt(serials) }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func issue(t testing.TB, tmpl, parent *x509.Certificate, pub crypto.PublicKey, key *ecdsa.PrivateKey) *x509.Certificate {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // leaf issues a 10-minute signing certificate from from to identity (a
 // URI or an email) with issuer in Fulcio's extension (the legacy one when
 // legacy), then the extra extensions.
 func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from time.Time, withSCT bool, extra ...pkix.Extension) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
-	key := newKey(t)
+	key := certtest.Key(t)
 	ext := pkix.Extension{Id: oidIssuerV1, Value: []byte(issuer)}
 	if !legacy {
 		val, err := asn1.MarshalWithParams(issuer, "utf8")
@@ -124,10 +104,10 @@ func (v *virtual) leaf(t testing.TB, identity, issuer string, legacy bool, from 
 	if withSCT {
 		// The log signs the precertificate: this TBS without the SCT
 		// list, which goes last.
-		pre := issue(t, tmpl, v.inter, &key.PublicKey, v.interKey)
+		pre := certtest.Issue(t, tmpl, v.inter, &key.PublicKey, v.interKey)
 		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, pkix.Extension{Id: oidSCTList, Value: v.sctList(t, pre.RawTBSCertificate, from)})
 	}
-	return issue(t, tmpl, v.inter, &key.PublicKey, v.interKey), key
+	return certtest.Issue(t, tmpl, v.inter, &key.PublicKey, v.interKey), key
 }
 
 var oidSCTList = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 11129, 2, 4, 2}

@@ -14,6 +14,7 @@ import (
 	"github.com/regclient/regclient/types/ref"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
+	"github.com/catalogsync/catalogsync/internal/certtest"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/fs"
@@ -185,7 +186,7 @@ func TestKeylessBundles(t *testing.T) {
 // the prefix rule.
 func TestKeyBundleAndCatalogRule(t *testing.T) {
 	ca := newCA(t, "test fulcio")
-	key := mustKey(t)
+	key := certtest.Key(t)
 	keyed := sigpolicy.Requirement{KeyFiles: []string{writePub(t, &key.PublicKey)}}
 	rules := []sigpolicy.Rule{
 		{Prefix: "REG/keyed", Requirement: keyed},
@@ -221,7 +222,7 @@ func TestKeyBundleAndCatalogRule(t *testing.T) {
 func TestPolicyConfig(t *testing.T) {
 	ca := newCA(t, "test fulcio")
 	tr := ca.trustedRoot(t)
-	pub := writePub(t, &mustKey(t).PublicKey)
+	pub := writePub(t, &certtest.Key(t).PublicKey)
 	kl := func(k sigpolicy.Keyless) sigpolicy.Requirement { return sigpolicy.Requirement{Keyless: &k} }
 	ok := kl(sigpolicy.Keyless{TrustedRoot: tr, Identity: identity, Issuer: issuer, IgnoreTlog: true})
 	for _, tc := range []struct {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -32,6 +31,8 @@ import (
 	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/catalogsync/catalogsync/internal/certtest"
 )
 
 // testCA is a certificate authority made in-test: as Fulcio it issues
@@ -51,47 +52,26 @@ func newSerial() *big.Int { serial++; return big.NewInt(serial) }
 func newCA(t *testing.T, name string) *testCA {
 	t.Helper()
 	ca := &testCA{}
-	ca.key = mustKey(t)
+	ca.key = certtest.Key(t)
 	tmpl := &x509.Certificate{
 		SerialNumber: newSerial(), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, IsCA: true, BasicConstraintsValid: true,
 	}
-	ca.cert = mustCert(t, tmpl, tmpl, &ca.key.PublicKey, ca.key)
+	ca.cert = certtest.Issue(t, tmpl, tmpl, &ca.key.PublicKey, ca.key)
 	// The timestamp authority's leaf: the timestamping EKU, critical.
 	eku, err := asn1.Marshal([]asn1.ObjectIdentifier{{1, 3, 6, 1, 5, 5, 7, 3, 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca.tsaKey = mustKey(t)
-	ca.tsaCert = mustCert(t, &x509.Certificate{
+	ca.tsaKey = certtest.Key(t)
+	ca.tsaCert = certtest.Issue(t, &x509.Certificate{
 		SerialNumber: newSerial(), Subject: pkix.Name{CommonName: name + " TSA"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage:        x509.KeyUsageDigitalSignature,
 		ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 37}, Critical: true, Value: eku}},
 	}, ca.cert, &ca.tsaKey.PublicKey, ca.key)
 	return ca
-}
-
-func mustKey(t *testing.T) *ecdsa.PrivateKey {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func mustCert(t *testing.T, tmpl, parent *x509.Certificate, pub crypto.PublicKey, key *ecdsa.PrivateKey) *x509.Certificate {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // trustedRoot writes the trusted_root.json of ca (its CA as Fulcio, its
@@ -137,7 +117,7 @@ func (ca *testCA) fulcioCert(t *testing.T, pub crypto.PublicKey, identity, issue
 	} else {
 		tmpl.EmailAddresses = []string{identity}
 	}
-	return mustCert(t, tmpl, ca.cert, pub, ca.key).Raw
+	return certtest.Issue(t, tmpl, ca.cert, pub, ca.key).Raw
 }
 
 // timestamp adds an RFC 3161 timestamp of the bundle's signature by the
@@ -181,7 +161,7 @@ const bundleType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 // envelope as cosign makes for an image.
 func keylessBundle(t *testing.T, ca, tsa *testCA, identity, issuer, repo, signedDigest string) []byte {
 	t.Helper()
-	key := mustKey(t)
+	key := certtest.Key(t)
 	const payloadType = "application/vnd.in-toto+json"
 	payload := statement(repo, signedDigest)
 	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(payloadType), payloadType, len(payload), payload)
