@@ -107,6 +107,20 @@ func (h *Health) probe(ctx context.Context) error {
 	return h.s.Delete(ctx, h.key)
 }
 
+// errUnprobed is Ready's answer before the first check ends.
+var errUnprobed = errors.New("store not probed yet")
+
+// Ready is Err once the first check ended, errUnprobed before: a replica
+// is ready when it knows its store takes writes, and serves reads before.
+func (h *Health) Ready() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.checked {
+		return errUnprobed
+	}
+	return h.err
+}
+
 // Err is the last check's outcome: nil while the store takes writes (and
 // before the first check).
 func (h *Health) Err() error {

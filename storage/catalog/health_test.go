@@ -75,3 +75,26 @@ func TestHealthProbesWrites(t *testing.T) {
 		t.Fatalf("left in the store: %v %v", left, err)
 	}
 }
+
+// A replica is not ready before its first probe has answered, and a
+// probe cut short by shutdown does not make it ready.
+func TestHealthNotReadyBeforeFirstProbe(t *testing.T) {
+	s := &refusing{Store: newStore(t)}
+	h := NewHealth(s, "/srv/store", ThisProcess("r"), nil, nil)
+	if err := h.Ready(); err == nil || h.Err() != nil || h.Denied() != nil {
+		t.Fatalf("before any probe: ready %v, err %v, denied %v", err, h.Err(), h.Denied())
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.Check(cancelled)
+	if h.Ready() == nil {
+		t.Fatal("ready after a probe cut short")
+	}
+	if err := h.Check(context.Background()); err != nil || h.Ready() != nil {
+		t.Fatalf("after a probe: %v, ready %v", err, h.Ready())
+	}
+	s.deny.Store(true)
+	if err := h.Check(context.Background()); !errors.Is(h.Ready(), storage.ErrDenied) {
+		t.Fatalf("refused writes: check %v, ready %v", err, h.Ready())
+	}
+}
