@@ -28,7 +28,7 @@ type agentCmd struct {
 	kubeconfigFlag `embed:""`
 	baseURLFlag    `embed:""`
 	addrFlag       `embed:""`
-	PointerPoll    time.Duration `name:"pointer-poll-interval" group:"catalogs" env:"CATALOGSYNC_POINTER_POLL_INTERVAL" default:"${pointerPoll}" check:"positive" help:"agent: how often every ClusterCatalog's published pointer is checked for a change (one HEAD each), the fallback for lost or absent bucket notifications"`
+	PointerPoll    time.Duration `name:"pointer-poll-interval" group:"catalogs" env:"CATALOGSYNC_POINTER_POLL_INTERVAL" defaultvar:"pointerPoll" check:"positive" help:"agent: how often every ClusterCatalog's published pointer is checked for a change (one HEAD each), the fallback for lost or absent bucket notifications"`
 	NotifyOpen     bool          `name:"notify-open" group:"access" env:"CATALOGSYNC_NOTIFY_OPEN" help:"agent: accept bucket notifications on /events without CATALOGSYNC_NOTIFY_TOKEN: anyone who reaches it can make pointers be read again (never more)"`
 }
 

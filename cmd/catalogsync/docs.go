@@ -109,16 +109,17 @@ func docDefault(f *kong.Flag) string {
 	if d := f.Tag.Get("docdefault"); d != "" {
 		return interpolate(d)
 	}
-	if f.Default == "" {
+	d, _ := flagDefault(f.Value)
+	if d == "" {
 		if f.IsBool() {
 			return code("false")
 		}
 		return ""
 	}
-	return code(f.Default)
+	return code(d)
 }
 
-// interpolate fills ${name} from vars, as kong does for the other tags.
+// interpolate fills ${name} from vars.
 func interpolate(s string) string {
 	for k, v := range vars() {
 		s = strings.ReplaceAll(s, "${"+k+"}", v)

@@ -102,11 +102,11 @@ type gcCmd struct {
 	logFlags    `embed:""`
 	storeFlags  `embed:"" group:"store"`
 	configFlag  `embed:""`
-	Keep        int           `name:"keep" default:"${keep}" check:"nonneg" help:"non-current digests kept per catalog besides the current one (and any whose lines kept content shares)"`
+	Keep        int           `name:"keep" defaultvar:"keep" check:"nonneg" help:"non-current digests kept per catalog besides the current one (and any whose lines kept content shares)"`
 	MaxInactive string        `name:"max-inactive-bytes" default:"0" check:"bytes" help:"cap on non-current content over all catalogs, least recent deleted first: bytes, or with K/M/G/Ki/Mi/Gi (0: no cap)"`
-	Grace       time.Duration `name:"grace" default:"${grace}" check:"nonneg" help:"how long content must be out of reach before it is deleted (0: no wait)"`
-	Unconf      time.Duration `name:"unconfigured-age" default:"${unconfigured}" check:"nonneg" help:"with --config: how long a catalog it does not list must have been untouched by every replica (no publish, poll or mark) before it is deleted (0: the grace period alone)"`
-	LeftoverAge time.Duration `name:"leftover-age" default:"${leftover}" check:"nonneg" help:"age from which interrupted uploads and temp files are removed (0: any age, even uploads in progress)"`
+	Grace       time.Duration `name:"grace" defaultvar:"grace" check:"nonneg" help:"how long content must be out of reach before it is deleted (0: no wait)"`
+	Unconf      time.Duration `name:"unconfigured-age" defaultvar:"unconfigured" check:"nonneg" help:"with --config: how long a catalog it does not list must have been untouched by every replica (no publish, poll or mark) before it is deleted (0: the grace period alone)"`
+	LeftoverAge time.Duration `name:"leftover-age" defaultvar:"leftover" check:"nonneg" help:"age from which interrupted uploads and temp files are removed (0: any age, even uploads in progress)"`
 	DryRun      bool          `name:"dry-run" help:"print what would be deleted; delete nothing"`
 	JSON        bool          `name:"json" help:"print the report as JSON"`
 }

@@ -36,7 +36,7 @@ func printHelp(opts kong.HelpOptions, kctx *kong.Context) error {
 		}
 		slices.SortStableFunc(node.Flags, func(a, b *kong.Flag) int { return rank(a) - rank(b) })
 		for _, f := range node.Flags {
-			if f.HasDefault && f.PlaceHolder == "" {
+			if _, ok := flagDefault(f.Value); ok && f.PlaceHolder == "" {
 				f.PlaceHolder = placeholder(f.Target.Type())
 			}
 		}
@@ -73,8 +73,8 @@ func helpValue(v *kong.Value) string {
 	var tail []string
 	if d := v.Tag.Get("docdefault"); d != "" {
 		tail = append(tail, "default "+interpolate(d))
-	} else if v.HasDefault && v.Default != "" && !(v.IsBool() && v.Default == "false") {
-		tail = append(tail, "default "+v.Default)
+	} else if d, ok := flagDefault(v); ok && d != "" && !(v.IsBool() && d == "false") {
+		tail = append(tail, "default "+d)
 	}
 	if len(v.Tag.Envs) > 0 {
 		tail = append(tail, "$"+strings.Join(v.Tag.Envs, ", $"))

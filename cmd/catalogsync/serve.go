@@ -51,9 +51,9 @@ type serveCmd struct {
 	AllowLocal      bool          `name:"allow-local-sources" group:"catalogs" env:"CATALOGSYNC_ALLOW_LOCAL_SOURCES" help:"with --clustercatalogs, accept ocidir:// images, which read this service's own disk"`
 	pullSecretFlags `embed:""`
 	GCEvery         time.Duration `name:"gc-interval" group:"gc" env:"CATALOGSYNC_GC_INTERVAL" default:"1h" check:"nonneg" help:"how often stored content no longer needed is deleted (0: never)"`
-	GCKeep          int           `name:"gc-keep" group:"gc" env:"CATALOGSYNC_GC_KEEP" default:"${keep}" check:"nonneg" help:"the periodic GC's --keep"`
-	GCGrace         time.Duration `name:"gc-grace" group:"gc" env:"CATALOGSYNC_GC_GRACE" default:"${grace}" check:"nonneg" help:"the periodic GC's --grace"`
-	GCUnconf        time.Duration `name:"gc-unconfigured-age" group:"gc" env:"CATALOGSYNC_GC_UNCONFIGURED_AGE" default:"${unconfigured}" check:"nonneg" help:"a stored catalog this replica does not list is deleted only once no replica touched it this long"`
+	GCKeep          int           `name:"gc-keep" group:"gc" env:"CATALOGSYNC_GC_KEEP" defaultvar:"keep" check:"nonneg" help:"the periodic GC's --keep"`
+	GCGrace         time.Duration `name:"gc-grace" group:"gc" env:"CATALOGSYNC_GC_GRACE" defaultvar:"grace" check:"nonneg" help:"the periodic GC's --grace"`
+	GCUnconf        time.Duration `name:"gc-unconfigured-age" group:"gc" env:"CATALOGSYNC_GC_UNCONFIGURED_AGE" defaultvar:"unconfigured" check:"nonneg" help:"a stored catalog this replica does not list is deleted only once no replica touched it this long"`
 	TLSCert         string        `name:"tls-cert-file" group:"access" env:"CATALOGSYNC_TLS_CERT_FILE" help:"serve HTTPS with this PEM certificate, reloaded when the file changes (cert-manager, OpenShift service CA)"`
 	TLSKey          string        `name:"tls-key-file" group:"access" env:"CATALOGSYNC_TLS_KEY_FILE" help:"PEM key of --tls-cert-file"`
 	TLSClientCA     string        `name:"tls-client-ca-file" group:"access" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS: a client certificate signed by this CA is required for everything but catalog content (/catalogs/), /healthz, /readyz and the webhook and event receivers (see --ui-open)"`
