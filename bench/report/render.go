@@ -577,6 +577,8 @@ func fmtUnit(unit string, v float64) string {
 			return fmt.Sprintf("%.1f KB", v*1000)
 		}
 		return fmt.Sprintf("%.1f MB", v)
+	case unit == "init-bytes":
+		return fmt.Sprintf("%.2f MB", v/1e6)
 	case unit == "req/s" || unit == "B/op" || unit == "allocs/op" || unit == "webhooks":
 		return commas(v)
 	case unit == "MB/s":
