@@ -16,13 +16,15 @@ import (
 // speaks of JSON and Go types, so the mistake is found again on the
 // YAML node tree.
 func decodeConfig(path string, b []byte, c *Config) error {
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("%s:%s", path, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "line "))
-	}
 	err := yaml.UnmarshalStrict(b, c)
 	if err == nil {
 		return nil
+	}
+	// The node tree only places a refused file's error: parsing it first
+	// cost every start with --config a second YAML parse.
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("%s:%s", path, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "line "))
 	}
 	if n, msg := locate(&doc, reflect.TypeFor[Config](), ""); n != nil {
 		return fmt.Errorf("%s:%d:%d: %s", path, n.Line, n.Column, msg)
