@@ -35,7 +35,7 @@ func TestMarkdownRendersNoCatalogMarkup(t *testing.T) {
 }
 
 // A description's Markdown is rendered on the package page and a bundle's
-// CSV description on its page, as HTML goldmark builds: none of the
+// CSV description on its page, as HTML internal/markdown builds: none of the
 // catalog's own markup comes through.
 func TestDescriptionsRenderedAsMarkdown(t *testing.T) {
 	if testing.Short() {
