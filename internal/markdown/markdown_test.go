@@ -1,6 +1,9 @@
 package markdown
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 const rel = ` rel="nofollow noopener noreferrer"`
 
@@ -34,6 +37,8 @@ func TestConstructsRender(t *testing.T) {
 		{"link to anything but the web is text", "[a](/rel) [b](mailto:x@example.com) [c](ftp://x.example.com)", "<p>a b c</p>\n"},
 		{"no link inside a link", "[a [b](https://b.example.com)](https://a.example.com)", `<p>[a <a href="https://b.example.com"` + rel + ">b</a>](https://a.example.com)</p>\n"},
 		{"an image's link holds no link", "![[a](https://a.example.com)](https://i.example.com)", `<p><a href="https://i.example.com"` + rel + ">a</a></p>\n"},
+		{"a link of 3,000 bytes is text", "[a](https://x.example.com/" + strings.Repeat("b", 3000) + ")", "<p>[a](https://x.example.com/" + strings.Repeat("b", 3000) + ")</p>\n"},
+		{"a tag of 1,100 bytes is text", "<b x=\"" + strings.Repeat("y", 1100) + "\">", "<p>&lt;b x=&quot;" + strings.Repeat("y", 1100) + "&quot;&gt;</p>\n"},
 		{"entities", "&amp; &lt; &gt; &quot; &#65; &#x42; &nbsp; &copy; &bogus; &#0;", "<p>&amp; &lt; &gt; &quot; A B \u00a0 © &amp;bogus; \uFFFD</p>\n"},
 		{"backslash escapes", `\*a\* \[b\] \\ \q`, `<p>*a* [b] \ \q</p>` + "\n"},
 		{"raw HTML is dropped", "a <b onclick=\"x\">b</b> <!-- c --> d", "<p>a b  d</p>\n"},
