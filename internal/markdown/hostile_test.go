@@ -93,7 +93,7 @@ var hostile = map[string]func(n int) string{
 }
 
 func TestHostileInputLinearAndSafe(t *testing.T) {
-	const n = 100_000
+	const n = 50_000
 	for name, build := range hostile {
 		t.Run(name, func(t *testing.T) {
 			small, large := allocated(build(n)), allocated(build(2*n))
