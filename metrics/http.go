@@ -75,8 +75,8 @@ func (m *Metrics) ObserveHTTP(q Request) {
 		method = "OTHER"
 	}
 	code := strconv.Itoa(q.Status)
-	m.httpRequests.WithLabelValues(method, q.Route, code).Inc()
-	m.httpDuration.WithLabelValues(method, q.Route, code).Observe(q.Duration.Seconds())
+	m.httpRequests.with(method, q.Route, code).inc(1)
+	m.httpDuration.with(method, q.Route, code).observe(q.Duration.Seconds())
 }
 
 // HTTPMiddleware is Observe(m.ObserveHTTP): requests counted and timed

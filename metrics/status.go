@@ -1,15 +1,12 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
-
 // LeftAlone registers the count of ClusterCatalogs found managed by
 // catalogd too, whose status this service leaves alone, and returns the
-// hook that counts one (status.WithLeftAlone). Call it once.
+// hook that counts one (status.WithLeftAlone). Calling it again returns a
+// hook counting into the same series.
 func (m *Metrics) LeftAlone() func(name, why string) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "clustercatalogs_left_alone_total",
-		Help: "ClusterCatalogs found managed by catalogd (its finalizer or status field manager), whose status is then not written.",
-	}, []string{"catalog"})
-	m.reg.MustRegister(c)
-	return func(name, _ string) { c.WithLabelValues(name).Inc() }
+	f := m.reg.family(counter, "clustercatalogs_left_alone_total",
+		"ClusterCatalogs found managed by catalogd (its finalizer or status field manager), whose status is then not written.",
+		[]string{"catalog"})
+	return func(name, _ string) { f.with(name).inc(1) }
 }

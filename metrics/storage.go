@@ -70,7 +70,7 @@ func (t *timedStore) observe(ctx context.Context, op string, start time.Time, er
 	default:
 		outcome = OutcomeError
 	}
-	t.m.storageOps.WithLabelValues(op, outcome).Observe(time.Since(start).Seconds())
+	t.m.storageOps.with(op, outcome).observe(time.Since(start).Seconds())
 }
 
 func (t *timedStore) Put(ctx context.Context, key string, r io.Reader) (storage.Info, error) {

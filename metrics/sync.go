@@ -36,18 +36,18 @@ func (o *syncObserver) Observe(e pipeline.Event) {
 		o.mu.Lock()
 		o.starts[e.Catalog] = append(o.starts[e.Catalog], e.Time)
 		o.mu.Unlock()
-		o.m.syncsRunning.Inc()
+		o.m.syncsRunning.add(1)
 	case pipeline.PhasePublished:
 		o.finished(e.Catalog)
 		if r := e.Result; r != nil {
-			o.m.syncs.WithLabelValues(e.Catalog, string(r.Action), "").Inc()
-			o.m.syncDuration.WithLabelValues(string(r.Action)).Observe(r.Duration.Seconds())
+			o.m.syncs.with(e.Catalog, string(r.Action), "").inc(1)
+			o.m.syncDuration.with(string(r.Action)).observe(r.Duration.Seconds())
 			for ph, d := range r.Phases {
-				o.m.phaseDuration.WithLabelValues(string(ph)).Observe(d.Seconds())
+				o.m.phaseDuration.with(string(ph)).observe(d.Seconds())
 			}
-			o.m.bytesPulled.Add(float64(r.BytesPulled))
-			o.m.files.WithLabelValues("parsed").Add(float64(r.Files - r.FilesReused))
-			o.m.files.WithLabelValues("reused").Add(float64(r.FilesReused))
+			o.m.bytesPulled.inc(float64(r.BytesPulled))
+			o.m.files.with("parsed").inc(float64(r.Files - r.FilesReused))
+			o.m.files.with("reused").inc(float64(r.FilesReused))
 		}
 	case pipeline.PhaseFailed:
 		start, ok := o.finished(e.Catalog)
@@ -55,9 +55,9 @@ func (o *syncObserver) Observe(e pipeline.Event) {
 		if e.Err != nil {
 			reason = e.Err.Reason
 		}
-		o.m.syncs.WithLabelValues(e.Catalog, ResultFailed, string(reason)).Inc()
+		o.m.syncs.with(e.Catalog, ResultFailed, string(reason)).inc(1)
 		if ok {
-			o.m.syncDuration.WithLabelValues(ResultFailed).Observe(e.Time.Sub(start).Seconds())
+			o.m.syncDuration.with(ResultFailed).observe(e.Time.Sub(start).Seconds())
 		}
 	}
 }
@@ -77,6 +77,6 @@ func (o *syncObserver) finished(catalog string) (time.Time, bool) {
 	} else {
 		o.starts[catalog] = q[1:]
 	}
-	o.m.syncsRunning.Dec()
+	o.m.syncsRunning.add(-1)
 	return start, true
 }
