@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -23,7 +24,8 @@ func ThisProcess(replica string) LeaseHolder {
 // in, so PIDs are comparable only between processes that share both: a
 // process elsewhere with the same host name (another node, another
 // container) never takes a holder for dead. Empty when it cannot be told.
-func hostIdentity() string {
+// Read once: a serve start makes a holder for each of its parts.
+var hostIdentity = sync.OnceValue(func() string {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
@@ -35,7 +37,7 @@ func hostIdentity() string {
 	name, _ := os.Hostname()
 	sum := sha256.Sum256([]byte(name + "\x00" + string(bytes.TrimSpace(boot)) + "\x00" + ns))
 	return hex.EncodeToString(sum[:8])
-}
+})
 
 // outlived reports whether cur, another process's lease holder, is known
 // to have exited: it ran on the same host and PID namespace as h, and its
