@@ -131,11 +131,11 @@ func TestEndContentWritesTheRest(t *testing.T) {
 	objs := genCatalog(rand.New(rand.NewPCG(5, 5)), 3)
 	w := writerWith(t, s, "c", digestOf("s"), objs)
 	defer w.Abort()
-	w.SetFiles([]byte("summary"))
+	w.SetFiles(sectionOf([]byte("summary")))
 	if err := w.EndContent(); err != nil {
 		t.Fatal(err)
 	}
-	w.SetFiles([]byte("too late"))
+	w.SetFiles(sectionOf([]byte("too late")))
 	if r := w.sideWait(ctx); r.err != nil {
 		t.Fatal(r.err)
 	}

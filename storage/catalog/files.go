@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,13 +18,15 @@ const filesFile = "files"
 // object, a small fraction of catalog.jsonl.
 const MaxFilesSize = 256 << 20
 
-// SetFiles gives the writer the content's per-file summary, written
-// once the content ends (EndContent or Commit), so set it before; later
-// calls are ignored. Without one, the content is complete but a later
-// sync parses every file again.
-func (w *Writer) SetFiles(b []byte) {
+// SetFiles gives the writer the content's per-file summary, read once
+// the content ends (EndContent or Commit), so set it before; later calls
+// are ignored. A reader rather than bytes: the summary grows with the
+// catalog, and the sync keeps it on local disk. r must stay readable
+// until Commit or Abort returns. Without one, the content is complete but
+// a later sync parses every file again.
+func (w *Writer) SetFiles(r *io.SectionReader) {
 	if !w.ended {
-		w.files = b
+		w.files = r
 	}
 }
 
@@ -38,13 +39,13 @@ func (w *Writer) putFiles(ctx context.Context) (int64, error) {
 	if w.files == nil {
 		return 0, nil
 	}
-	if len(w.files) > MaxFilesSize {
+	if w.files.Size() > MaxFilesSize {
 		return 0, nil // too large to be worth reading back: content stays complete without it
 	}
-	if _, err := w.store.Put(ctx, w.prefix+filesFile, bytes.NewReader(w.files)); err != nil {
+	if _, err := w.store.Put(ctx, w.prefix+filesFile, io.NewSectionReader(w.files, 0, w.files.Size())); err != nil {
 		return 0, fmt.Errorf("catalog: writing file summary: %w", err)
 	}
-	return int64(len(w.files)), nil
+	return w.files.Size(), nil
 }
 
 // OpenFiles opens the per-file summary stored with the complete content of

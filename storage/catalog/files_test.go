@@ -28,7 +28,7 @@ func commitWithFiles(t *testing.T, s storage.Store, name, digest string, files [
 			t.Fatal(err)
 		}
 	}
-	w.SetFiles(files)
+	w.SetFiles(sectionOf(files))
 	if _, err := w.Commit(ctx, Meta{}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestFilesWriteFailure(t *testing.T) {
 	if err := w.Add("olm.bundle", "p", "a", []byte(`{"schema":"olm.bundle","package":"p","name":"a"}`+"\n")); err != nil {
 		t.Fatal(err)
 	}
-	w.SetFiles([]byte("facts"))
+	w.SetFiles(sectionOf([]byte("facts")))
 	if _, err := w.Commit(ctx, Meta{}); !errors.Is(err, errInjected) {
 		t.Fatalf("Commit: %v, want the store's failure", err)
 	}
@@ -261,4 +261,12 @@ func TestOpenLinesRanges(t *testing.T) {
 			t.Errorf("OpenLines(%q, %q): %v, want %v", bad.m.Name, bad.m.Digest, err, bad.want)
 		}
 	}
+}
+
+// sectionOf is b as SetFiles takes it; nil for nil (no summary).
+func sectionOf(b []byte) *io.SectionReader {
+	if b == nil {
+		return nil
+	}
+	return io.NewSectionReader(bytes.NewReader(b), 0, int64(len(b)))
 }

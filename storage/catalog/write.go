@@ -44,7 +44,7 @@ type Writer struct {
 	size int64
 	gql  *gqlshape.Background
 	// files is the per-file summary stored at Commit (SetFiles).
-	files []byte
+	files *io.SectionReader
 
 	// contentKey is catalog.jsonl, or delta.jsonl when sharing: then
 	// extents describe catalog.jsonl, own names delta.jsonl in them, phys

@@ -269,6 +269,7 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 	if pool.stream, err = a.p.newStreamer(ctx, a.c.Name, a.res.Digest, sp, a.prev); err != nil {
 		return catalog.Meta{}, err
 	}
+	defer pool.stream.cw.remove() // after the commit in index
 	err = a.readLayers(ctx, img, u, pool)
 	pool.scratch.close()
 	pool.stream.stop()
@@ -409,6 +410,7 @@ func (a *attempt) index(ctx context.Context, img *source.Image, v validated, poo
 		if cw, err = a.p.writeFromSpool(ctx, a.c.Name, a.res.Digest, v, pool.sp, a.prev); err != nil {
 			return catalog.Meta{}, err
 		}
+		defer cw.remove()
 	}
 	meta, err := cw.w.Commit(ctx, catalog.Meta{
 		Ref: a.c.Image.String(), VerifiedBy: a.res.VerifiedBy,
@@ -440,14 +442,25 @@ func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v va
 	if err != nil {
 		return nil, storageError(PhaseIndexing, err)
 	}
-	cw := newContentWrite(w, p.store, sp, prev)
+	cw, err := newContentWrite(w, p.store, sp, p.tmpDir, prev)
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
 	defer cw.close()
 	for _, file := range v.files {
-		if err := cw.file(ctx, file.Path, v.results[file.Content]); err != nil {
-			w.Abort()
-			return nil, err
+		err = cw.file(ctx, file.Path, v.results[file.Content])
+		if err == nil {
+			continue
 		}
+		w.Abort()
+		cw.remove()
+		return nil, err
 	}
-	w.SetFiles(cw.summary)
+	if err := cw.setFiles(); err != nil {
+		w.Abort()
+		cw.remove()
+		return nil, err
+	}
 	return cw, nil
 }

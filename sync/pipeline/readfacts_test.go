@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/catalogsync/catalogsync/storage/catalog"
@@ -34,7 +36,7 @@ func TestReadFactsRefusesBadRecordLengths(t *testing.T) {
 		if err := w.Add("olm.package", "p", "p", []byte(`{"name":"p","schema":"olm.package"}`+"\n")); err != nil {
 			t.Fatal(err)
 		}
-		w.SetFiles(summary)
+		w.SetFiles(io.NewSectionReader(bytes.NewReader(summary), 0, int64(len(summary))))
 		m, err := w.Commit(ctx, catalog.Meta{Ref: "example.test/c:v1"})
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +77,7 @@ func TestReadFactsRecordRanges(t *testing.T) {
 			}
 		}
 		rec := appendFacts(nil, &fileFacts{Sum: [32]byte{1}, Off: c.off, Len: c.n, Objects: []objFact{{Schema: "olm.package", N: c.n}}})
-		w.SetFiles(rec)
+		w.SetFiles(io.NewSectionReader(bytes.NewReader(rec), 0, int64(len(rec))))
 		m, err := w.Commit(ctx, catalog.Meta{Ref: "example.test/c:v1"})
 		if err != nil {
 			t.Fatal(err)

@@ -49,7 +49,12 @@ func (p *Pipeline) newStreamer(ctx context.Context, name, digest string, sp *spo
 	if err != nil {
 		return nil, storageError(PhasePulling, err)
 	}
-	s := &streamer{slots: make(chan *slot, 1024), done: make(chan struct{}), cw: newContentWrite(w, p.store, sp, prev)}
+	cw, err := newContentWrite(w, p.store, sp, p.tmpDir, prev)
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	s := &streamer{slots: make(chan *slot, 1024), done: make(chan struct{}), cw: cw}
 	go s.run(ctx)
 	return s, nil
 }
@@ -116,7 +121,10 @@ func (s *streamer) end() {
 	if s.lost == nil {
 		// The summary is complete too: the store writes it with the
 		// index while the catalog is validated.
-		s.cw.w.SetFiles(s.cw.summary)
+		if err := s.cw.setFiles(); err != nil {
+			s.lose(err)
+			return
+		}
 		s.lose(s.cw.w.EndContent())
 	}
 }
