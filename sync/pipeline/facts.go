@@ -40,6 +40,27 @@ var errFacts = errors.New("damaged file summary")
 // sync, never memory.
 const maxFactsRecord = 64 << 20
 
+// factsAt is where one record, its length prefix included, lies in a
+// summary being written.
+type factsAt struct {
+	sp  *spool
+	off int64
+	n   int
+}
+
+// read decodes the record.
+func (at *factsAt) read() (*fileFacts, error) {
+	b := make([]byte, at.n)
+	if err := at.sp.readAt(b, at.off); err != nil {
+		return nil, err
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n != uint64(len(b)-k) {
+		return nil, fmt.Errorf("%w: record length", errFacts)
+	}
+	return decodeFacts(b[k:])
+}
+
 type factsEnc struct{ b []byte }
 
 func (e *factsEnc) num(n uint64) { e.b = binary.AppendUvarint(e.b, n) }

@@ -44,6 +44,43 @@ type fileResult struct {
 	// shape is the GraphQL shape of the parsed objects (gqlshape JSON),
 	// discovered on the parse worker.
 	shape []byte
+	// written is where the streamer recorded the file's facts once it
+	// wrote the file: objs and shape are dropped then, lines keeping
+	// where each object lies in the spool, and what validation or a
+	// rewrite needs is read back from the record (parsedFacts). Held in
+	// memory to the end, they grew with the catalog (7 MB at 222 MB).
+	written *factsAt
+	lines   []int64
+}
+
+// drop replaces a written file's objects with their record at at.
+func (fr *fileResult) drop(at *factsAt) {
+	fr.lines = make([]int64, len(fr.objs))
+	for i, o := range fr.objs {
+		fr.lines[i] = o.off
+	}
+	fr.objs, fr.shape, fr.written = nil, nil, at
+}
+
+// parsedFacts returns a parsed file's objects as facts, where each lies
+// in the spool and its GraphQL shape: from objs, or from its record once
+// they were dropped.
+func (fr *fileResult) parsedFacts() ([]objFact, []int64, []byte, error) {
+	if fr.written != nil {
+		f, err := fr.written.read()
+		if err == nil && len(f.Objects) != len(fr.lines) {
+			err = fmt.Errorf("%w: %d objects recorded, %d written", errFacts, len(f.Objects), len(fr.lines))
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return f.Objects, fr.lines, f.Shape, nil
+	}
+	objs, offs := make([]objFact, len(fr.objs)), make([]int64, len(fr.objs))
+	for i, o := range fr.objs {
+		objs[i], offs[i] = objFact{o.obj.Schema, o.obj.Package, o.obj.Name, int64(o.n), o.obj.Ref}, o.off
+	}
+	return objs, offs, fr.shape, nil
 }
 
 // spool holds parsed objects on local disk until the final file order is
@@ -384,10 +421,18 @@ func (a *attempt) validate(u *unpack.Unpacker, results map[string]*fileResult) (
 		if fr.err != nil {
 			return out, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: fmt.Errorf("%s: %w", file.Path, fr.err)}
 		}
-		for _, o := range fr.objs {
-			v.Add(file.Path, o.obj)
+		if fr.written == nil {
+			for _, o := range fr.objs {
+				v.Add(file.Path, o.obj)
+			}
+			out.objects += len(fr.objs)
+			continue
 		}
-		out.objects += len(fr.objs)
+		f, err := fr.written.read()
+		if err != nil {
+			return out, spoolError(PhaseValidating, err)
+		}
+		out.objects += addFacts(v, file.Path, f)
 	}
 	out.stats = v.Stats()
 	a.res.Files, a.res.FilesReused = len(files), out.reused
@@ -449,7 +494,7 @@ func (p *Pipeline) writeFromSpool(ctx context.Context, name, digest string, v va
 	}
 	defer cw.close()
 	for _, file := range v.files {
-		err = cw.file(ctx, file.Path, v.results[file.Content])
+		_, err = cw.file(ctx, file.Path, v.results[file.Content])
 		if err == nil {
 			continue
 		}

@@ -219,33 +219,36 @@ type contentWrite struct {
 	rec     []byte // one record being encoded
 }
 
-// file writes one file's objects and records its facts.
-func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) error {
-	facts := &fileFacts{Sum: fr.sum, Off: cw.w.Size(), Shape: fr.shape}
+// file writes one file's objects and records its facts; it returns
+// where the record lies, nil when the file has none.
+func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) (*factsAt, error) {
+	facts := &fileFacts{Sum: fr.sum, Off: cw.w.Size()}
 	var err error
 	if fr.reused != nil {
 		facts.Objects, facts.Shape = fr.reused.Objects, fr.reused.Shape
 		err = cw.copyFile(ctx, path, fr)
 	} else {
-		facts.Objects = make([]objFact, len(fr.objs))
-		for i, o := range fr.objs {
-			facts.Objects[i] = objFact{o.obj.Schema, o.obj.Package, o.obj.Name, int64(o.n), o.obj.Ref}
+		var offs []int64
+		if facts.Objects, offs, facts.Shape, err = fr.parsedFacts(); err != nil {
+			return nil, spoolError(PhaseIndexing, err)
 		}
-		err = cw.spoolFile(fr)
+		err = cw.spoolFile(facts.Objects, offs)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := cw.mergeShape(facts.Shape); err != nil {
-		return reuseMismatch(path, err)
+		return nil, reuseMismatch(path, err)
 	}
-	if facts.Len = cw.w.Size() - facts.Off; fr.hashed && facts.Len > 0 {
-		cw.rec = appendFacts(cw.rec[:0], facts)
-		if _, err := cw.summary.append(cw.rec); err != nil {
-			return spoolError(PhaseIndexing, err)
-		}
+	if facts.Len = cw.w.Size() - facts.Off; !fr.hashed || facts.Len == 0 {
+		return nil, nil
 	}
-	return nil
+	cw.rec = appendFacts(cw.rec[:0], facts)
+	off, err := cw.summary.append(cw.rec)
+	if err != nil {
+		return nil, spoolError(PhaseIndexing, err)
+	}
+	return &factsAt{sp: cw.summary, off: off, n: len(cw.rec)}, nil
 }
 
 func (cw *contentWrite) line(n int) []byte {
@@ -255,13 +258,15 @@ func (cw *contentWrite) line(n int) []byte {
 	return cw.buf[:n]
 }
 
-func (cw *contentWrite) spoolFile(fr *fileResult) error {
-	for _, o := range fr.objs {
-		b := cw.line(o.n)
-		if err := cw.sp.readAt(b, o.off); err != nil {
+// spoolFile adds a parsed file's objects, the line of objs[i] read from
+// the spool at offs[i].
+func (cw *contentWrite) spoolFile(objs []objFact, offs []int64) error {
+	for i, o := range objs {
+		b := cw.line(int(o.N))
+		if err := cw.sp.readAt(b, offs[i]); err != nil {
 			return spoolError(PhaseIndexing, err)
 		}
-		if err := cw.w.AddShaped(o.obj.Schema, o.obj.Package, o.obj.Name, b); err != nil {
+		if err := cw.w.AddShaped(o.Schema, o.Package, o.Name, b); err != nil {
 			return storageError(PhaseIndexing, err)
 		}
 	}

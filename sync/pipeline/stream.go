@@ -93,8 +93,12 @@ func (s *streamer) write(ctx context.Context, sl *slot) error {
 	if sl.fr.err != nil {
 		return sl.fr.err
 	}
-	if err := s.cw.file(ctx, sl.path, sl.fr); err != nil {
+	at, err := s.cw.file(ctx, sl.path, sl.fr)
+	if err != nil {
 		return err
+	}
+	if at != nil && sl.fr.reused == nil {
+		sl.fr.drop(at)
 	}
 	s.written = append(s.written, sl)
 	return nil
