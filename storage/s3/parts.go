@@ -21,9 +21,9 @@ import (
 
 // Uploads are written here rather than with the SDK's transfer manager,
 // which reads every part into a heap buffer from a pool it does not let
-// callers replace. A sync keeps its heap under a soft limit of 54 MiB, and
-// (Concurrency+2) parts of 5 MiB in that heap made the GC run about 80
-// times instead of 30 for a 220 MB catalog: 0.8 s of CPU. Here a part is
+// callers replace. A sync keeps its heap under a soft memory limit (then
+// 54 MiB), and (Concurrency+2) parts of 5 MiB in that heap made the GC run
+// about 80 times instead of 30 for a 220 MB catalog: 0.8 s of CPU. Here a part is
 // copied into a slot of an unlinked local file and sent from there; the
 // page cache holds it, and a retried request re-reads it.
 
