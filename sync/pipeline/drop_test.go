@@ -24,7 +24,7 @@ const dropFBC = `{"schema":"olm.package","name":"p","defaultChannel":"stable"}
 func TestWrittenFileKeepsOnlyItsRecord(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	sp, err := newSpool(dir)
+	sp, err := newSpool(dir, 4<<10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,12 +93,13 @@ type spool struct {
 	flushed int64
 }
 
-func newSpool(dir string) (*spool, error) {
+// newSpool makes a spool in dir whose writes are buffered by buf bytes.
+func newSpool(dir string, buf int) (*spool, error) {
 	f, err := os.CreateTemp(dir, "catalogsync-spool-*")
 	if err != nil {
 		return nil, err
 	}
-	return &spool{f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
+	return &spool{f: f, w: bufio.NewWriterSize(f, buf)}, nil
 }
 
 // remove closes and deletes the spool file.
@@ -294,7 +295,7 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 	if err != nil {
 		return catalog.Meta{}, err
 	}
-	sp, err := newSpool(a.p.tmpDir)
+	sp, err := newSpool(a.p.tmpDir, 256<<10)
 	if err != nil {
 		return catalog.Meta{}, &Error{Phase: PhasePulling, Reason: ReasonInternal, Retryable: true, Err: err}
 	}

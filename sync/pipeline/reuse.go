@@ -178,7 +178,7 @@ func (p *Pipeline) newWriter(ctx context.Context, name, digest string, prev *cat
 // dir: it grows with the catalog (4 MB for 222 MB of FBC), and held in
 // memory it was the largest part of a sync's heap that did.
 func newContentWrite(w *catalog.Writer, s storage.Store, sp *spool, dir string, prev *catalog.Meta) (*contentWrite, error) {
-	sum, err := newSpool(dir)
+	sum, err := newSpool(dir, 32<<10) // records of a few KB, one file's each
 	if err != nil {
 		return nil, spoolError(PhasePulling, err)
 	}

@@ -10,7 +10,7 @@ import (
 // once, before or after the buffer was flushed (a parse worker's lines
 // are compared or copied while others are still appending).
 func TestSpoolReadsWhatItWasGiven(t *testing.T) {
-	sp, err := newSpool(t.TempDir())
+	sp, err := newSpool(t.TempDir(), 256<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
