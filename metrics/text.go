@@ -5,8 +5,9 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/catalogsync/catalogsync/internal/acceptgzip"
 )
 
 // contentType is Prometheus' text exposition format, the one every
@@ -29,7 +30,7 @@ func (m *Metrics) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Add("Vary", "Accept-Encoding")
-	if !acceptsGzip(r.Header.Values("Accept-Encoding")) {
+	if !acceptgzip.In(r.Header.Values("Accept-Encoding")) {
 		h.Set("Content-Length", strconv.Itoa(len(b)))
 		w.Write(b)
 		return
@@ -44,28 +45,6 @@ func (m *Metrics) serve(w http.ResponseWriter, r *http.Request) {
 	if _, err := zw.Write(b); err == nil && zw.Close() == nil {
 		gzipWriters.Put(zw) // a writer whose client left is dropped
 	}
-}
-
-// acceptsGzip says whether Accept-Encoding lists gzip (or *) with a
-// non-zero weight.
-func acceptsGzip(headers []string) bool {
-	for _, h := range headers {
-		for c := range strings.SplitSeq(h, ",") {
-			coding, params, _ := strings.Cut(c, ";")
-			coding = strings.ToLower(strings.TrimSpace(coding))
-			if coding != "gzip" && coding != "*" {
-				continue
-			}
-			q := strings.TrimSpace(params)
-			if v, ok := strings.CutPrefix(q, "q="); ok {
-				if w, err := strconv.ParseFloat(v, 64); err == nil && w == 0 {
-					continue
-				}
-			}
-			return true
-		}
-	}
-	return false
 }
 
 // appendFamily appends f's HELP, TYPE and series; a family without series

@@ -49,6 +49,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/catalogsync/catalogsync/internal/acceptgzip"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 )
@@ -338,7 +339,7 @@ func etag(c *catalog.Catalog, q *catalog.Query, gz bool) string {
 // wantGzip decides the encoding before anything is written: the size is
 // known (Meta.Size, or Count for a query), so no body is buffered to decide.
 func (h *Handler) wantGzip(r *http.Request, size int64) bool {
-	return h.gzipMinSize >= 0 && size > 0 && size >= h.gzipMinSize && acceptsGzip(r.Header.Values("Accept-Encoding"))
+	return h.gzipMinSize >= 0 && size > 0 && size >= h.gzipMinSize && acceptgzip.In(r.Header.Values("Accept-Encoding"))
 }
 
 func (h *Handler) gzipWriter(w io.Writer) *gzip.Writer {

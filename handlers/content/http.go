@@ -2,7 +2,6 @@ package content
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -85,38 +84,4 @@ func matchETag(list, etag string, weak bool) bool {
 		}
 	}
 	return false
-}
-
-// acceptsGzip reports whether Accept-Encoding lists gzip (or x-gzip) with
-// a non-zero q. A "*" is not taken as gzip, as catalogd's gzhttp does not.
-func acceptsGzip(values []string) bool {
-	for _, v := range values {
-		for item := range strings.SplitSeq(v, ",") {
-			coding, params, _ := strings.Cut(item, ";")
-			coding = strings.ToLower(strings.TrimSpace(coding))
-			if coding != "gzip" && coding != "x-gzip" {
-				continue
-			}
-			if q, ok := qValue(params); !ok || q > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// qValue returns the q parameter of an Accept-Encoding item; ok is false
-// when there is none (q=1) or it does not parse (taken as acceptable).
-func qValue(params string) (float64, bool) {
-	for p := range strings.SplitSeq(params, ";") {
-		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
-		if strings.EqualFold(strings.TrimSpace(k), "q") {
-			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, false
-			}
-			return q, true
-		}
-	}
-	return 0, false
 }
