@@ -21,22 +21,11 @@ func (pp *parsePool) addLarge(ctx context.Context, path string, size int64, r io
 	if err != nil {
 		return err
 	}
-	if err := pp.workers.Acquire(ctx, 1); err != nil {
-		pp.scratch.put(f)
-		return err
-	}
-	sl := pp.stream.enqueue(path)
-	pp.wg.Add(1)
-	go func() {
-		defer pp.wg.Done()
-		defer pp.workers.Release(1)
-		fr := pp.parseOrReuse(ctx, sum, seq, func(fn func(fbc.Object) error) error {
+	return pp.parseOn(ctx, path, seq, func() [32]byte { return sum },
+		func(fn func(fbc.Object) error) error {
 			return fbc.Parse(io.NewSectionReader(f, 0, size), fn, fbc.BorrowBlobs())
-		})
-		pp.scratch.put(f)
-		pp.keep(path, fr, sl)
-	}()
-	return nil
+		},
+		func() { pp.scratch.put(f) }, func() {})
 }
 
 // stage copies r to the start of a scratch file and returns it with the

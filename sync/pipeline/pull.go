@@ -195,21 +195,30 @@ func (pp *parsePool) add(ctx context.Context, path string, size int64, r io.Read
 		pp.budget.Release(w)
 		return fmt.Errorf("read %s: %w", path, err)
 	}
+	return pp.parseOn(ctx, path, seq, func() [32]byte { return sha256.Sum256(buf) },
+		func(fn func(fbc.Object) error) error { return fbc.ParseBytes(buf, fn, fbc.BorrowBlobs()) },
+		func() { putFileBuf(buf) }, func() { pp.budget.Release(w) })
+}
+
+// parseOn parses one file on a worker once one is free, in the file's
+// place in the stream, hashing it there (sum) unless it is reused. free
+// gives back what holds the file's bytes, before the result is kept;
+// release what else the file held, last. Both run when no worker comes.
+func (pp *parsePool) parseOn(ctx context.Context, path string, seq int, sum func() [32]byte,
+	parse func(fn func(fbc.Object) error) error, free, release func()) error {
 	if err := pp.workers.Acquire(ctx, 1); err != nil {
-		putFileBuf(buf)
-		pp.budget.Release(w)
+		free()
+		release()
 		return err
 	}
 	sl := pp.stream.enqueue(path)
 	pp.wg.Add(1)
 	go func() {
 		defer pp.wg.Done()
-		defer pp.budget.Release(w)
+		defer release()
 		defer pp.workers.Release(1)
-		fr := pp.parseOrReuse(ctx, sha256.Sum256(buf), seq, func(fn func(fbc.Object) error) error {
-			return fbc.ParseBytes(buf, fn, fbc.BorrowBlobs())
-		})
-		putFileBuf(buf)
+		fr := pp.parseOrReuse(ctx, sum(), seq, parse)
+		free()
 		pp.keep(path, fr, sl)
 	}()
 	return nil
