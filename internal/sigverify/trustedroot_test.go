@@ -13,13 +13,8 @@ import (
 // authority's validity so spelled bounds what sigstore-go trusts, so it
 // must not leave the authority trusted for ever here.
 func TestTrustedRootValidityInProtoNamesIsNotIgnored(t *testing.T) {
-	vs := newVirtual(t)
 	artifact := []byte("catalog manifest")
-	raw := marshal(t, signing{v: vs, identity: identity, issuer: issuer, artifact: artifact}.make(t))
-	var tr map[string]any
-	if err := json.Unmarshal(vs.trustedRoot(t, vs, nil), &tr); err != nil {
-		t.Fatal(err)
-	}
+	raw, tr := signedWithRoot(t, artifact)
 	ca := tr["certificateAuthorities"].([]any)[0].(map[string]any)
 	delete(ca, "validFor")
 	now := time.Now()
@@ -45,13 +40,8 @@ func TestTrustedRootValidityInProtoNamesIsNotIgnored(t *testing.T) {
 // a later "validFor": null (or "validfor") would hide an authority's
 // validity that protojson reads, or refuses the root for.
 func TestTrustedRootValidityHiddenByARepeatedKeyIsNotIgnored(t *testing.T) {
-	vs := newVirtual(t)
 	artifact := []byte("catalog manifest")
-	raw := marshal(t, signing{v: vs, identity: identity, issuer: issuer, artifact: artifact}.make(t))
-	var tr map[string]any
-	if err := json.Unmarshal(vs.trustedRoot(t, vs, nil), &tr); err != nil {
-		t.Fatal(err)
-	}
+	raw, tr := signedWithRoot(t, artifact)
 	now := time.Now()
 	tr["certificateAuthorities"].([]any)[0].(map[string]any)["validFor"] = map[string]any{"start": now.Add(-5 * time.Hour), "end": now.Add(-4 * time.Hour)}
 	expired, err := json.Marshal(tr)
@@ -71,4 +61,16 @@ func TestTrustedRootValidityHiddenByARepeatedKeyIsNotIgnored(t *testing.T) {
 			t.Errorf("%s: verified by an authority whose validity ended (sigstore-go %v, ours %v)", hide, theirs, mine)
 		}
 	}
+}
+
+// signedWithRoot signs artifact with a fresh virtual sigstore and returns
+// the bundle and its trusted root decoded, for a test to change.
+func signedWithRoot(t *testing.T, artifact []byte) (bundle []byte, root map[string]any) {
+	t.Helper()
+	vs := newVirtual(t)
+	bundle = marshal(t, signing{v: vs, identity: identity, issuer: issuer, artifact: artifact}.make(t))
+	if err := json.Unmarshal(vs.trustedRoot(t, vs, nil), &root); err != nil {
+		t.Fatal(err)
+	}
+	return bundle, root
 }
