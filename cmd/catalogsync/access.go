@@ -36,7 +36,7 @@ func startPullSecret(ctx context.Context, name, kubeconfig string, log *slog.Log
 	}
 	ns, n, err := pullsecret.ParseName(name)
 	if err != nil {
-		return nil, usageError{"--pull-secret: " + err.Error()}
+		return nil, usageError{Msg: "--pull-secret: " + err.Error()}
 	}
 	dyn, err := dynamicClient(kubeconfig)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/handlers/events"
+	"github.com/catalogsync/catalogsync/internal/cli"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/s3"
@@ -23,11 +24,11 @@ import (
 // pointers another deployment publishes to the store. It pulls no image
 // and writes nothing to the store.
 type agentCmd struct {
-	logFlags       `embed:""`
-	storeFlags     `embed:"" group:"store"`
+	cli.Logging    `embed:""`
+	cli.Storage    `embed:"" group:"store"`
 	kubeconfigFlag `embed:""`
 	baseURLFlag    `embed:""`
-	addrFlag       `embed:""`
+	cli.Address    `embed:""`
 	PointerPoll    time.Duration `name:"pointer-poll-interval" group:"catalogs" env:"CATALOGSYNC_POINTER_POLL_INTERVAL" defaultvar:"pointerPoll" check:"positive" help:"agent: how often every ClusterCatalog's published pointer is checked for a change (one HEAD each), the fallback for lost or absent bucket notifications"`
 	NotifyOpen     bool          `name:"notify-open" group:"access" env:"CATALOGSYNC_NOTIFY_OPEN" help:"agent: accept bucket notifications on /events without CATALOGSYNC_NOTIFY_TOKEN: anyone who reaches it can make pointers be read again (never more)"`
 }
@@ -49,7 +50,7 @@ func (c *agentCmd) run(ctx context.Context, from origins, stderr io.Writer) erro
 		return err
 	}
 	token := envValue(envNotifyToken)
-	log := c.logger(stderr)
+	log := c.Logger(stderr)
 	store, where, err := c.openReadOnly(ctx, from)
 	if err != nil {
 		return err
@@ -66,7 +67,7 @@ func (c *agentCmd) run(ctx context.Context, from origins, stderr io.Writer) erro
 	w, err := status.NewWriter(dyn, src, store, c.BaseURL, status.WithFollowOnly(),
 		status.WithWriterLogger(log), status.WithWriterReplica(replicaID("")))
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{Msg: err.Error()}
 	}
 	f := follow.New(store, src, w, follow.WithBucket(c.S3.Bucket, c.S3.Prefix),
 		follow.WithPollInterval(c.PointerPoll), follow.WithLogger(log))
@@ -80,18 +81,18 @@ func (c *agentCmd) run(ctx context.Context, from origins, stderr io.Writer) erro
 
 // openReadOnly opens the store without checking that it may be written.
 func (c *agentCmd) openReadOnly(ctx context.Context, from origins) (storage.Store, string, error) {
-	dir, err := c.localDir(from)
+	dir, err := c.LocalDir(from)
 	if err != nil {
 		return nil, "", err
 	}
 	if dir != "" {
 		return openStore(dir)
 	}
-	cfg := c.S3.config()
+	cfg := c.S3.Config()
 	s, err := s3.NewReadOnly(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, s3.ErrConfig) {
-			return nil, "", usageError{err.Error()}
+			return nil, "", usageError{Msg: err.Error()}
 		}
 		return nil, "", fmt.Errorf("open store %s: %w", s3Location(cfg), err)
 	}
@@ -122,7 +123,7 @@ func (c *agentCmd) handler(src *status.ClusterCatalogs, f *follow.Follower, m *m
 	n, err := events.NewNotifications(events.NotifyConfig{Token: token, Insecure: token == ""}, f,
 		events.WithLogger(log), events.WithOutcome(m.Webhook))
 	if err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{Msg: err.Error()}
 	}
 	r.Handle("/events", n)
 	return r, nil
@@ -131,7 +132,7 @@ func (c *agentCmd) handler(src *status.ClusterCatalogs, f *follow.Follower, m *m
 // agentHTTP is how the agent holds connections: serve's defaults (its
 // requests are probes and small notifications).
 func agentHTTP() serveFlags {
-	return serveFlags{listenFlags: listenFlags{MaxConns: 64, IdleTimeout: 75 * time.Second, HeaderTimeout: 10 * time.Second},
+	return serveFlags{Listening: cli.Listening{MaxConns: 64, IdleTimeout: 75 * time.Second, HeaderTimeout: 10 * time.Second},
 		writeStall: time.Minute, readLimit: 30 * time.Second}
 }
 

@@ -71,7 +71,7 @@ func TestFileKeysAreConfigFields(t *testing.T) {
 			}
 		}
 	}
-	walk(reflect.TypeFor[cli]())
+	walk(reflect.TypeFor[commands]())
 	if n == 0 {
 		t.Fatal("no setting declares a file key")
 	}

@@ -65,7 +65,7 @@ func replaceTable(doc []byte, table string) ([]byte, error) {
 // settingsTable renders every declared setting as a markdown table row:
 // flags in the order of the commands, each once.
 func settingsTable() (string, error) {
-	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	k, _, err := newParser(&commands{}, io.Discard, io.Discard)
 	if err != nil {
 		return "", err
 	}
@@ -107,9 +107,9 @@ func commandsNote(cmds []string) string {
 
 func docDefault(f *kong.Flag) string {
 	if d := f.Tag.Get("docdefault"); d != "" {
-		return interpolate(d)
+		return docOptions.Interpolate(d)
 	}
-	d, _ := flagDefault(f.Value)
+	d, _ := docOptions.Default(f.Value)
 	if d == "" {
 		if f.IsBool() {
 			return code("false")
@@ -119,13 +119,8 @@ func docDefault(f *kong.Flag) string {
 	return code(d)
 }
 
-// interpolate fills ${name} from vars.
-func interpolate(s string) string {
-	for k, v := range vars() {
-		s = strings.ReplaceAll(s, "${"+k+"}", v)
-	}
-	return s
-}
+// docOptions is the command line the table documents.
+var docOptions = options(new(*loadedConfig))
 
 func meaning(f *kong.Flag) string {
 	h := strings.ReplaceAll(f.Help, "|", `\|`)

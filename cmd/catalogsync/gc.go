@@ -1,18 +1,17 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/cli"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
 	"github.com/catalogsync/catalogsync/storage/s3"
@@ -25,7 +24,7 @@ func openS3(ctx context.Context, c s3.Config) (*s3.Store, error) {
 	s, err := s3.New(ctx, c)
 	if err != nil {
 		if errors.Is(err, s3.ErrConfig) {
-			return nil, usageError{err.Error()}
+			return nil, usageError{Msg: err.Error()}
 		}
 		return nil, fmt.Errorf("open store %s: %w", s3Location(c), err)
 	}
@@ -43,19 +42,19 @@ func s3Location(c s3.Config) string {
 	return loc
 }
 
-// open opens S3 when a bucket is configured, else the local directory
+// openFrom opens S3 when a bucket is configured, else the local directory
 // (default .catalogsync/store). It returns the store and a description of
 // where it is, for messages. S3 uploads keep their parts in tmpDir ("" is
 // the system's).
-func (f storeFlags) open(ctx context.Context, from origins, tmpDir string) (storage.Store, string, error) {
-	dir, err := f.localDir(from)
+func openFrom(ctx context.Context, f cli.Storage, from origins, tmpDir string) (storage.Store, string, error) {
+	dir, err := f.LocalDir(from)
 	if err != nil {
 		return nil, "", err
 	}
 	if dir != "" {
 		return openStore(dir)
 	}
-	cfg := f.S3.config()
+	cfg := f.S3.Config()
 	cfg.TempDir = tmpDir
 	s, err := openS3(ctx, cfg)
 	if err != nil {
@@ -64,43 +63,10 @@ func (f storeFlags) open(ctx context.Context, from origins, tmpDir string) (stor
 	return s, s3Location(cfg), nil
 }
 
-// localDir is the store directory to open, "" for S3. The config file's
-// directory gives way to a bucket; one given otherwise conflicts with it.
-func (f storeFlags) localDir(from origins) (string, error) {
-	switch {
-	case f.S3.Bucket == "":
-		return cmp.Or(f.Store, defaultStore), nil
-	case f.Store == "" || strings.HasPrefix(from.of("store"), originFile):
-		return "", nil
-	}
-	return "", usageError{fmt.Sprintf("both a store directory (%s) and an S3 bucket (%s) are configured; choose one", f.Store, f.S3.Bucket)}
-}
-
-// parseBytes reads a byte count: a plain number or one with a K, M, G or
-// T suffix (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024).
-func parseBytes(s string) (int64, error) {
-	t := strings.TrimSuffix(strings.TrimSpace(s), "B")
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}} {
-		if v, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, mult = v, u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || n < 0 || n*float64(mult) > 1<<62 {
-		return 0, fmt.Errorf("%q is not a byte count like 5000000000, 5G or 4.5Gi", s)
-	}
-	return int64(n * float64(mult)), nil
-}
-
 // gcCmd runs catalog.GC once over the selected store.
 type gcCmd struct {
-	logFlags    `embed:""`
-	storeFlags  `embed:"" group:"store"`
+	cli.Logging `embed:""`
+	cli.Storage `embed:"" group:"store"`
 	configFlag  `embed:""`
 	Keep        int           `name:"keep" defaultvar:"keep" check:"nonneg" help:"non-current digests kept per catalog besides the current one (and any whose lines kept content shares)"`
 	MaxInactive string        `name:"max-inactive-bytes" default:"0" check:"bytes" help:"cap on non-current content over all catalogs, least recent deleted first: bytes, or with K/M/G/Ki/Mi/Gi (0: no cap)"`
@@ -123,7 +89,7 @@ no longer lists. Nothing is deleted before it has been out of reach for
 // options maps the flags to GCOptions, whose zero values mean "default":
 // here 0 means 0.
 func (c *gcCmd) options(log *slog.Logger) catalog.GCOptions {
-	maxBytes, _ := parseBytes(c.MaxInactive) // checked
+	maxBytes, _ := cli.ParseBytes(c.MaxInactive) // checked
 	o := catalog.GCOptions{
 		Keep: c.Keep, MaxInactiveBytes: maxBytes, Grace: c.Grace, LeftoverAge: c.LeftoverAge, UnconfiguredAge: c.Unconf,
 		DryRun: c.DryRun, Log: log,
@@ -141,7 +107,7 @@ func (c *gcCmd) options(log *slog.Logger) catalog.GCOptions {
 
 // run prints what GC deleted and kept.
 func (c *gcCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer) error {
-	opts := c.options(c.logger(stderr))
+	opts := c.options(c.Logger(stderr))
 	if c.Config != "" {
 		cfg, err := c.load()
 		if err != nil {
@@ -155,7 +121,7 @@ func (c *gcCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer)
 			opts.Catalogs = append(opts.Catalogs, cc.Name)
 		}
 	}
-	store, where, err := c.open(ctx, from, "")
+	store, where, err := openFrom(ctx, c.Storage, from, "")
 	if err != nil {
 		return err
 	}

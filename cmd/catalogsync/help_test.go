@@ -50,7 +50,7 @@ func TestServeHelpGroupsSettingsWithDefaults(t *testing.T) {
 	if strings.Join(titles, "|") != strings.Join(want, "|") {
 		t.Errorf("groups %q, want %q", titles, want)
 	}
-	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	k, _, err := newParser(&commands{}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

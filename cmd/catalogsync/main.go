@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/catalogsync/catalogsync/internal/cli"
 	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
@@ -35,7 +36,6 @@ import (
 )
 
 const (
-	defaultStore = ".catalogsync/store"
 	// defaultSyncMemoryLimit sits above a sync's live heap, about 20 MB at
 	// its peak whatever the catalog's size (two large objects in parse),
 	// and where a lower limit starts to cost CPU: 32 MiB took 6% more at
@@ -100,7 +100,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if len(args) > 0 && args[0] == "help" {
 		args = []string{"--help"}
 	}
-	var c cli
+	var c commands
 	kctx, from, err := parse(&c, args, stdout, stderr)
 	if err != nil {
 		return err
@@ -126,10 +126,15 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	case "version":
 		return c.Version.run(stdout)
 	}
-	return usageError{"unknown command " + kctx.Command()}
+	return usageError{Msg: "unknown command " + kctx.Command()}
 }
 
-type usageError struct{ msg string }
+// The command line's kinds, as internal/cli names them.
+type (
+	usageError = cli.UsageError
+	origins    = cli.Origins
+	errExit    = cli.Exit
+)
 
 // checkBaseURL refuses --clustercatalogs without a usable --base-url
 // before any cluster is looked for: a missing flag is the first mistake
@@ -145,10 +150,10 @@ func (c *serveCmd) checkBaseURL() error {
 // command that needs it); what says what the URL is for them.
 func (f baseURLFlag) check(who, what string) error {
 	if f.BaseURL == "" {
-		return usageError{who + " needs --base-url: " + what + ", which ClusterCatalog status reports"}
+		return usageError{Msg: who + " needs --base-url: " + what + ", which ClusterCatalog status reports"}
 	}
 	if u, err := url.Parse(f.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError{fmt.Sprintf("%s needs --base-url as an http(s) URL with a host, not %q", who, truncate.Text(f.BaseURL, 200))}
+		return usageError{Msg: fmt.Sprintf("%s needs --base-url as an http(s) URL with a host, not %q", who, truncate.Text(f.BaseURL, 200))}
 	}
 	return nil
 }
@@ -164,8 +169,6 @@ func nameProblem(name string) string {
 	return "a catalog name is a DNS-1123 subdomain: a-z, 0-9, '-' and '.', starting and ending with a letter or digit, at most 253 characters"
 }
 
-func (e usageError) Error() string { return e.msg }
-
 func (c *commonFlags) hosts(extra []source.Host) []source.Host {
 	hosts := append([]source.Host(nil), extra...)
 	for _, h := range splitList(c.PlainHTTP) {
@@ -175,13 +178,6 @@ func (c *commonFlags) hosts(extra []source.Host) []source.Host {
 		hosts = append(hosts, source.Host{Name: h, InsecureSkipVerify: true})
 	}
 	return hosts
-}
-
-// logger logs at the checked --log-level.
-func (c logFlags) logger(w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(c.LogLevel)) // the loglevel check accepted it already
-	return slog.New(truncate.Handler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})))
 }
 
 func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts []source.Host, opts ...pipeline.Option) (*pipeline.Pipeline, *source.Client, error) {
@@ -215,7 +211,7 @@ func (c *commonFlags) pipeline(log *slog.Logger, store storage.Store, extraHosts
 
 func openStore(dir string) (storage.Store, string, error) {
 	if dir == "" {
-		dir = defaultStore
+		dir = cli.DefaultStore
 	}
 	s, err := fs.New(dir)
 	if err != nil {
@@ -245,14 +241,14 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	log := c.logger(stderr)
+	log := c.Logger(stderr)
 	// A one-shot sync holds a few files and the catalog's small index at a
 	// time; a soft limit makes the GC keep the heap near that instead of
 	// letting it double. The user's GOMEMLIMIT wins.
 	if envValue(envMemLimit) == "" {
 		debug.SetMemoryLimit(defaultSyncMemoryLimit)
 	}
-	store, dir, err := c.open(ctx, from, c.TmpDir)
+	store, dir, err := openFrom(ctx, c.Storage, from, c.TmpDir)
 	if err != nil {
 		return err
 	}
@@ -392,14 +388,14 @@ type pollCmd struct {
 // scheduler without a long-running process. It fails if any sync failed.
 func (c *pollCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer) error {
 	if c.Config == "" {
-		return usageError{"poll needs --config"}
+		return usageError{Msg: "poll needs --config"}
 	}
-	log := c.logger(stderr)
+	log := c.Logger(stderr)
 	cfg, err := c.load()
 	if err != nil {
 		return err
 	}
-	store, _, err := c.open(ctx, from, c.TmpDir)
+	store, _, err := openFrom(ctx, c.Storage, from, c.TmpDir)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ func BenchmarkParseServe(b *testing.B) {
 	dir := b.TempDir()
 	b.ReportAllocs()
 	for b.Loop() {
-		var c cli
+		var c commands
 		if _, _, err := parse(&c, []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn", "--store", dir}, io.Discard, io.Discard); err != nil {
 			b.Fatal(err)
 		}

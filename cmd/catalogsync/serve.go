@@ -18,6 +18,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/graphql"
 	"github.com/catalogsync/catalogsync/handlers/ui"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
+	"github.com/catalogsync/catalogsync/internal/cli"
 	"github.com/catalogsync/catalogsync/internal/tlsprofile"
 	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
@@ -34,19 +35,16 @@ type serveCmd struct {
 	commonFlags     `embed:""`
 	configFlag      `embed:""`
 	mirrorSetFlags  `embed:""`
-	listenFlags     `embed:""`
-	addrFlag        `embed:""`
+	cli.Serving     `embed:""`
 	baseURLFlag     `embed:""`
 	MaxSyncs        int           `name:"max-concurrent-syncs" group:"syncs" env:"CATALOGSYNC_MAX_CONCURRENT_SYNCS" default:"4" check:"positive" help:"syncs running at once over all catalogs"`
 	RegRate         float64       `name:"registry-rate" group:"syncs" env:"CATALOGSYNC_REGISTRY_RATE" default:"10" check:"positive" help:"syncs started per second against one registry host; more wait queued, never dropped"`
 	RegBurst        int           `name:"registry-burst" group:"syncs" env:"CATALOGSYNC_REGISTRY_BURST" default:"10" check:"positive" help:"burst for --registry-rate"`
 	PollEvery       time.Duration `name:"poll-check-interval" group:"syncs" env:"CATALOGSYNC_POLL_CHECK_INTERVAL" default:"1m" check:"positive" help:"how often catalogs are checked for a due poll"`
 	EventSink       string        `name:"event-sink" group:"syncs" env:"CATALOGSYNC_EVENT_SINK,K_SINK" check:"httpurl" help:"URL that receives a CloudEvent io.catalogsync.catalog.published for each publish (K_SINK as a Knative SinkBinding sets it)"`
+	UIOpen          bool          `name:"ui-open" group:"access" env:"CATALOGSYNC_UI_OPEN" help:"with --tls-client-ca-file, serve the UI (/, /ui/) and the catalog list its live refresh reads (GET /api/v1/catalogs) to clients without a certificate"`
 	APIOpen         bool          `name:"api-open" group:"access" env:"CATALOGSYNC_API_OPEN" help:"accept POST /api/v1/... without a token when CATALOGSYNC_API_TOKEN is unset: anyone who reaches the API can trigger syncs (logs a warning at start)"`
 	EventsAddr      string        `name:"events-addr" group:"http" env:"CATALOGSYNC_EVENTS_ADDR" help:"serve /events on this address only, not on --addr, so event traffic can stay cluster-internal"`
-	WriteStall      time.Duration `name:"write-stall-timeout" group:"http" env:"CATALOGSYNC_WRITE_STALL_TIMEOUT" default:"1m" check:"nonneg" help:"a response that makes no progress this long (a client that stopped reading) is abandoned; slow readers that keep reading are fine (0: never)"`
-	ReadLimit       time.Duration `name:"read-timeout" group:"http" env:"CATALOGSYNC_READ_TIMEOUT" default:"30s" check:"nonneg" help:"longest time to read a request, body included (a client trickling a webhook body is cut off)"`
-	ShutdownGrace   time.Duration `name:"shutdown-grace" group:"http" env:"CATALOGSYNC_SHUTDOWN_GRACE" default:"10s" check:"nonneg" help:"how long requests in flight may run on after SIGTERM before their connections are closed; a second signal exits at once"`
 	ClusterCatalogs bool          `name:"clustercatalogs" group:"catalogs" env:"CATALOGSYNC_CLUSTERCATALOGS" help:"sync the cluster's ClusterCatalogs and write their status, instead of the config file's catalogs; needs --base-url"`
 	AllowLocal      bool          `name:"allow-local-sources" group:"catalogs" env:"CATALOGSYNC_ALLOW_LOCAL_SOURCES" help:"with --clustercatalogs, accept ocidir:// images, which read this service's own disk"`
 	pullSecretFlags `embed:""`
@@ -54,19 +52,12 @@ type serveCmd struct {
 	GCKeep          int           `name:"gc-keep" group:"gc" env:"CATALOGSYNC_GC_KEEP" defaultvar:"keep" check:"nonneg" help:"the periodic GC's --keep"`
 	GCGrace         time.Duration `name:"gc-grace" group:"gc" env:"CATALOGSYNC_GC_GRACE" defaultvar:"grace" check:"nonneg" help:"the periodic GC's --grace"`
 	GCUnconf        time.Duration `name:"gc-unconfigured-age" group:"gc" env:"CATALOGSYNC_GC_UNCONFIGURED_AGE" defaultvar:"unconfigured" check:"nonneg" help:"a stored catalog this replica does not list is deleted only once no replica touched it this long"`
-	TLSCert         string        `name:"tls-cert-file" group:"access" env:"CATALOGSYNC_TLS_CERT_FILE" help:"serve HTTPS with this PEM certificate, reloaded when the file changes (cert-manager, OpenShift service CA)"`
-	TLSKey          string        `name:"tls-key-file" group:"access" env:"CATALOGSYNC_TLS_KEY_FILE" help:"PEM key of --tls-cert-file"`
-	TLSClientCA     string        `name:"tls-client-ca-file" group:"access" env:"CATALOGSYNC_TLS_CLIENT_CA_FILE" help:"mutual TLS: a client certificate signed by this CA is required for everything but catalog content (/catalogs/), /healthz, /readyz and the webhook and event receivers (see --ui-open)"`
-	TLSProfile      string        `name:"tls-profile" group:"access" env:"CATALOGSYNC_TLS_PROFILE" default:"intermediate" help:"versions and ciphers offered, as catalogd's --tls-profile: intermediate (TLS 1.2 with forward-secret AEAD ciphers, and 1.3), modern (TLS 1.3 only) or custom (--tls-custom-version and --tls-custom-ciphers)"`
-	TLSCustomMin    string        `name:"tls-custom-version" group:"access" env:"CATALOGSYNC_TLS_CUSTOM_VERSION" docdefault:"TLSv1.2" help:"with --tls-profile custom: the minimum version, TLSv1.2 or TLSv1.3"`
-	TLSCustomCipher string        `name:"tls-custom-ciphers" group:"access" env:"CATALOGSYNC_TLS_CUSTOM_CIPHERS" docdefault:"intermediate's" help:"with --tls-profile custom: comma-separated TLS 1.2 cipher suites by Go's names (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); TLS 1.3's are always offered"`
-	GraphQLAnswer   string        `name:"graphql-max-answer" group:"http" env:"CATALOGSYNC_GRAPHQL_MAX_ANSWER" default:"16Mi" check:"bytes" help:"a GraphQL query whose answer could be larger (worst case, from the index) is refused: bytes, or with K/M/Ki/Mi"`
-	GraphQLInflight string        `name:"graphql-answers-in-flight" group:"http" env:"CATALOGSYNC_GRAPHQL_ANSWERS_IN_FLIGHT" default:"32Mi" check:"bytes" help:"worst-case answers of the GraphQL queries running at once; more wait, up to the query timeout, then get 503 (an answer takes about 4 times its size in memory)"`
 }
 
 // serveFlags is what serve's HTTP side reads of the settings.
 type serveFlags struct {
-	listenFlags
+	cli.Listening
+	uiOpen     bool
 	writeStall time.Duration
 	readLimit  time.Duration
 	tls        tlsreload.Files
@@ -101,7 +92,7 @@ func (s *server) close() {
 }
 
 func (c *serveCmd) run(ctx context.Context, from origins, stderr io.Writer) error {
-	s := &server{log: c.logger(stderr), m: metrics.New()}
+	s := &server{log: c.Logger(stderr), m: metrics.New()}
 	defer s.close()
 	if err := c.build(ctx, from, s); err != nil {
 		return err
@@ -143,7 +134,7 @@ func (c *serveCmd) build(ctx context.Context, from origins, s *server) error {
 // that never exists (as /readyz), not a List of every stored object: a
 // process started for a request waits for this.
 func (c *serveCmd) openStore(ctx context.Context, from origins, s *server) error {
-	store, dir, err := c.open(ctx, from, c.TmpDir)
+	store, dir, err := openFrom(ctx, c.Storage, from, c.TmpDir)
 	if err != nil {
 		return err
 	}
@@ -197,7 +188,7 @@ func (c *serveCmd) buildCatalogSet(ctx context.Context, s *server) ([]pipeline.O
 	if c.EventSink != "" {
 		em, err := publishevent.New(c.EventSink, publishevent.WithBaseURL(c.BaseURL), publishevent.WithLogger(s.log))
 		if err != nil {
-			return nil, usageError{err.Error()}
+			return nil, usageError{Msg: err.Error()}
 		}
 		s.closers = append(s.closers, func() {
 			// Give queued events a moment to leave; never hold shutdown long.
@@ -244,14 +235,14 @@ func (c *serveCmd) buildHTTP(s *server) error {
 	s.r = sf.router(s.m, s.log)
 	var err error
 	if sf.profile, err = tlsprofile.Parse(c.TLSProfile, c.TLSCustomMin, c.TLSCustomCipher); err != nil {
-		return usageError{fmt.Sprintf("%v (--tls-profile %s)", err, c.TLSProfile)}
+		return usageError{Msg: fmt.Sprintf("%v (--tls-profile %s)", err, c.TLSProfile)}
 	}
 	if c.TLSCert == "" && (c.TLSProfile != "intermediate" || c.TLSCustomMin != "" || c.TLSCustomCipher != "") {
 		// Ignoring the profile would serve plain HTTP to someone who asked for TLS 1.3.
-		return usageError{"--tls-profile and --tls-custom-* apply to HTTPS: give --tls-cert-file and --tls-key-file too"}
+		return usageError{Msg: "--tls-profile and --tls-custom-* apply to HTTPS: give --tls-cert-file and --tls-key-file too"}
 	}
 	if s.tlsR, err = sf.tlsReloader(s.log); err != nil {
-		return usageError{err.Error()}
+		return usageError{Msg: err.Error()}
 	}
 	c.mountAPI(s)
 	mountContent(s, c.graphqlBudget())
@@ -280,9 +271,7 @@ func (c *serveCmd) mountAPI(s *server) {
 // graphqlBudget is the GraphQL answer budget of the settings (checked
 // at load).
 func (c *serveCmd) graphqlBudget() graphql.Option {
-	perQuery, _ := parseBytes(c.GraphQLAnswer)
-	inflight, _ := parseBytes(c.GraphQLInflight)
-	return graphql.WithAnswerBudget(perQuery, inflight)
+	return graphql.WithAnswerBudget(c.GraphQLBudget())
 }
 
 // mountContent mounts /catalogs/{name}/api/v1/{all,metas,graphql}.

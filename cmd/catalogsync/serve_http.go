@@ -26,7 +26,7 @@ import (
 
 // serveFlags picks what serve's HTTP side reads of the settings.
 func (c *serveCmd) serveFlags() serveFlags {
-	return serveFlags{listenFlags: c.listenFlags, writeStall: c.WriteStall, readLimit: c.ReadLimit,
+	return serveFlags{Listening: c.Listening, uiOpen: c.UIOpen, writeStall: c.WriteStall, readLimit: c.ReadLimit,
 		tls: tlsreload.Files{Cert: c.TLSCert, Key: c.TLSKey, ClientCA: c.TLSClientCA}}
 }
 

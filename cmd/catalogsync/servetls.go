@@ -47,7 +47,7 @@ func (f *serveFlags) openWithoutCert(r *http.Request) bool {
 	case strings.HasPrefix(p, "/catalogs/"), p == "/healthz", p == "/readyz",
 		strings.HasPrefix(p, "/hooks/"), p == "/events":
 		return true
-	case !f.UIOpen || (r.Method != http.MethodGet && r.Method != http.MethodHead):
+	case !f.uiOpen || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 		return false
 	}
 	return p == "/" || p == ui.Prefix || strings.HasPrefix(p, ui.Prefix+"/") || p == api.Prefix+"/catalogs"

@@ -16,13 +16,14 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/catalogsync/catalogsync/internal/cli"
 	"github.com/catalogsync/catalogsync/storage/s3"
 )
 
 // parseArgs parses args as the command does, without running anything.
-func parseArgs(t *testing.T, args ...string) (*cli, origins, error) {
+func parseArgs(t *testing.T, args ...string) (*commands, origins, error) {
 	t.Helper()
-	var c cli
+	var c commands
 	_, from, err := parse(&c, args, io.Discard, io.Discard)
 	return &c, from, err
 }
@@ -52,38 +53,38 @@ func wantPlatform(t *testing.T, args []string, want, wantFrom string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Serve.Platform != want || !strings.HasPrefix(from.of("platform"), wantFrom) {
-		t.Fatalf("platform %q from %q, want %q from %s", c.Serve.Platform, from.of("platform"), want, wantFrom)
+	if c.Serve.Platform != want || !strings.HasPrefix(from.Of("platform"), wantFrom) {
+		t.Fatalf("platform %q from %q, want %q from %s", c.Serve.Platform, from.Of("platform"), want, wantFrom)
 	}
 }
 
 func TestFlagBeatsEnv(t *testing.T) {
 	t.Setenv("CATALOGSYNC_PLATFORM", "linux/arm64")
-	wantPlatform(t, []string{"serve", "--platform", "linux/s390x"}, "linux/s390x", originFlag)
+	wantPlatform(t, []string{"serve", "--platform", "linux/s390x"}, "linux/s390x", cli.OriginFlag)
 }
 
 func TestEnvBeatsFile(t *testing.T) {
 	t.Setenv("CATALOGSYNC_PLATFORM", "linux/arm64")
 	cfg := fileWith(t, "platform: linux/ppc64le")
-	wantPlatform(t, []string{"serve", "--config", cfg}, "linux/arm64", originEnv+" CATALOGSYNC_PLATFORM")
+	wantPlatform(t, []string{"serve", "--config", cfg}, "linux/arm64", cli.OriginEnv+" CATALOGSYNC_PLATFORM")
 }
 
 func TestFileBeatsDefault(t *testing.T) {
 	unsetEnv(t, "CATALOGSYNC_PLATFORM")
 	cfg := fileWith(t, "platform: linux/ppc64le")
-	wantPlatform(t, []string{"serve", "--config", cfg}, "linux/ppc64le", originFile+" key platform")
+	wantPlatform(t, []string{"serve", "--config", cfg}, "linux/ppc64le", cli.OriginFile+" key platform")
 }
 
 // The flag's value equals the default, but it was given: it wins.
 func TestExplicitDefaultFlagBeatsFile(t *testing.T) {
 	unsetEnv(t, "CATALOGSYNC_PLATFORM")
 	cfg := fileWith(t, "platform: linux/arm64")
-	wantPlatform(t, []string{"serve", "--config", cfg, "--platform", "linux/amd64"}, "linux/amd64", originFlag)
+	wantPlatform(t, []string{"serve", "--config", cfg, "--platform", "linux/amd64"}, "linux/amd64", cli.OriginFlag)
 }
 
 func TestDefaultWhenNothingSet(t *testing.T) {
 	unsetEnv(t, "CATALOGSYNC_PLATFORM", "CATALOGSYNC_CONFIG")
-	wantPlatform(t, []string{"serve"}, "linux/amd64", originDefault)
+	wantPlatform(t, []string{"serve"}, "linux/amd64", cli.OriginDefault)
 }
 
 // The file named by the environment's CATALOGSYNC_CONFIG is read too.
@@ -148,21 +149,21 @@ func TestFileStoreGivesWayToBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dir, err := c.Serve.localDir(from); dir != "" || err != nil {
+	if dir, err := c.Serve.LocalDir(from); dir != "" || err != nil {
 		t.Fatalf("file dir with a bucket: %q, %v", dir, err)
 	}
 	c, from, err = parseArgs(t, "serve", "--config", cfg, "--s3-bucket", "b", "--store", "/x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Serve.localDir(from); err == nil {
+	if _, err := c.Serve.LocalDir(from); err == nil {
 		t.Fatal("flag dir and bucket: no conflict")
 	}
 	c, from, err = parseArgs(t, "serve", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dir, err := c.Serve.localDir(from); dir != "/from/file" || err != nil {
+	if dir, err := c.Serve.LocalDir(from); dir != "/from/file" || err != nil {
 		t.Fatalf("file dir: %q, %v", dir, err)
 	}
 }
@@ -248,7 +249,7 @@ func refused(err error, want ...string) bool {
 // Every setting that is typed or checked refuses garbage, from the
 // command line and from each of its variables, naming itself.
 func TestEverySettingRefusesGarbage(t *testing.T) {
-	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	k, _, err := newParser(&commands{}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestEverySettingRefusesGarbage(t *testing.T) {
 			}
 			seen[f.Name] = true
 			c := f.Tag.Get("check")
-			if c != "" && checks[c] == nil {
+			if c != "" && !docOptions.HasCheck(c) {
 				t.Errorf("--%s: unknown check %q", f.Name, c)
 			}
 			if k := f.Target.Kind(); c == "" && (k == reflect.Int || k == reflect.Int64 || k == reflect.Float64) {
@@ -292,7 +293,7 @@ func TestEverySettingRefusesGarbage(t *testing.T) {
 // Every variable the deployment files, the Dockerfile and the old flags
 // set is still read.
 func TestEnvNamesKept(t *testing.T) {
-	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	k, _, err := newParser(&commands{}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestS3UploadConcurrency(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Sync.S3.config().Concurrency; got != tc.want {
+		if got := c.Sync.S3.Config().Concurrency; got != tc.want {
 			t.Errorf("%v: concurrency %d, want %d", tc.args, got, tc.want)
 		}
 	}
@@ -387,9 +388,9 @@ type parseOutcome struct {
 	printed  string
 }
 
-func outcome(args []string, parseFn func(*cli, []string, io.Writer, io.Writer) (*kong.Context, origins, error)) (o parseOutcome) {
+func outcome(args []string, parseFn func(*commands, []string, io.Writer, io.Writer) (*kong.Context, origins, error)) (o parseOutcome) {
 	var out bytes.Buffer
-	c := &cli{}
+	c := &commands{}
 	defer func() {
 		if r := recover(); r != nil {
 			o.err = fmt.Sprint("exit: ", r)
@@ -420,10 +421,10 @@ func TestOneCommandParsesAsAll(t *testing.T) {
 	unsetEnv(t, "CATALOGSYNC_CONFIG")
 	t.Setenv("CATALOGSYNC_LOG_LEVEL", "warn")
 	cfg := fileWith(t, "platform: linux/arm64\nstorage:\n  dir: /from/file")
-	all := func(c *cli, args []string, stdout, stderr io.Writer) (*kong.Context, origins, error) {
+	all := func(c *commands, args []string, stdout, stderr io.Writer) (*kong.Context, origins, error) {
 		return parseInto(c, args, stdout, stderr)
 	}
-	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	k, _, err := newParser(&commands{}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestOneCommandParsesAsAll(t *testing.T) {
 			}
 		}
 		for _, args := range cases {
-			if _, _, ok := oneCommand(&cli{}, args); ok {
+			if _, _, ok := oneCommand(&commands{}, args); ok {
 				one++
 			}
 			want, got := outcome(args, all), outcome(args, parse)
@@ -464,7 +465,7 @@ func TestOneCommandParsesAsAll(t *testing.T) {
 	}
 	// What names no command first still gets the whole grammar.
 	for _, args := range [][]string{nil, {"--help"}, {"nonsense"}} {
-		if _, _, ok := oneCommand(&cli{}, args); ok {
+		if _, _, ok := oneCommand(&commands{}, args); ok {
 			t.Errorf("%q parsed with one command's grammar", args)
 		}
 	}
@@ -472,12 +473,12 @@ func TestOneCommandParsesAsAll(t *testing.T) {
 
 // Every command names itself, so oneCommand finds each by its name.
 func TestEveryCommandNamed(t *testing.T) {
-	k, _, err := newParser(&cli{}, io.Discard, io.Discard)
+	k, _, err := newParser(&commands{}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, cmd := range k.Model.Children {
-		if _, _, ok := oneCommand(&cli{}, []string{cmd.Name}); !ok {
+		if _, _, ok := oneCommand(&commands{}, []string{cmd.Name}); !ok {
 			t.Errorf("command %q has no name tag in cli", cmd.Name)
 		}
 	}

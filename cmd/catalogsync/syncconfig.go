@@ -15,15 +15,15 @@ import (
 // without --config).
 func (c *syncCmd) catalog() (cfg Config, cat catalogspec.Catalog, err error) {
 	if c.Name == "" {
-		return cfg, cat, usageError{"sync needs --name and --image, or --config and --name of one of its catalogs"}
+		return cfg, cat, usageError{Msg: "sync needs --name and --image, or --config and --name of one of its catalogs"}
 	}
 	if !catalog.ValidName(c.Name) {
-		return cfg, cat, usageError{fmt.Sprintf("--name %q: %s", truncate.Text(c.Name, 300), nameProblem(c.Name))}
+		return cfg, cat, usageError{Msg: fmt.Sprintf("--name %q: %s", truncate.Text(c.Name, 300), nameProblem(c.Name))}
 	}
 	cat = catalogspec.Catalog{Name: c.Name, Image: catalogspec.ParseImage(c.Image)}
 	if c.Config == "" {
 		if c.Image == "" {
-			return cfg, cat, usageError{"sync needs --name and --image, or --config and --name of one of its catalogs"}
+			return cfg, cat, usageError{Msg: "sync needs --name and --image, or --config and --name of one of its catalogs"}
 		}
 		return cfg, cat, nil
 	}
@@ -45,5 +45,5 @@ func (c *syncCmd) catalog() (cfg Config, cat catalogspec.Catalog, err error) {
 	if len(names) > 0 {
 		listed = truncate.Text(strings.Join(names, ", "), 300)
 	}
-	return cfg, cat, usageError{fmt.Sprintf("--name %q is not a catalog of %s (it lists %s); give --image to sync it", c.Name, c.Config, listed)}
+	return cfg, cat, usageError{Msg: fmt.Sprintf("--name %q is not a catalog of %s (it lists %s); give --image to sync it", c.Name, c.Config, listed)}
 }
