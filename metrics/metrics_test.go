@@ -78,7 +78,7 @@ func newService(t *testing.T) *service {
 		{Name: "down", Image: catalogspec.ParseImage(down + "/down/catalog:v1")},
 	}
 	eng := engine.New(pipeline.New(src, store, pipeline.WithTempDir(t.TempDir()), pipeline.WithVerifyReuse(true)), set, store,
-		engine.WithSettle(0, 0), engine.WithObservers(m.SyncObserver()),
+		engine.WithSettle(0, 0), engine.WithObservers(pipeline.MetricsObserver(m)),
 		engine.WithBackoff(backoff.Backoff{Min: time.Hour, Max: time.Hour}))
 	ctx, cancel := context.WithCancel(context.Background())
 	eng.Start(ctx)

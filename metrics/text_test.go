@@ -87,7 +87,7 @@ func TestHistogramCountsEachObservationInItsBucket(t *testing.T) {
 
 func TestCountersNeverGoDown(t *testing.T) {
 	m := metrics.New()
-	o := m.SyncObserver()
+	o := pipeline.MetricsObserver(m)
 	o.Observe(pipeline.Event{Catalog: "c", Phase: pipeline.PhaseResolving, Time: time.Unix(0, 0)})
 	// A result claiming more reused files than files must not subtract.
 	o.Observe(pipeline.Event{Catalog: "c", Phase: pipeline.PhasePublished, Time: time.Unix(1, 0),

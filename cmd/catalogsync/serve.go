@@ -184,7 +184,7 @@ func (c *serveCmd) buildCatalogSet(ctx context.Context, s *server) ([]pipeline.O
 		cfgNames = append(cfgNames, cc.Name)
 	}
 	s.gcNames = func() ([]string, bool) { return cfgNames, true }
-	observers := []pipeline.Observer{s.m.SyncObserver()}
+	observers := []pipeline.Observer{pipeline.MetricsObserver(s.m)}
 	if c.EventSink != "" {
 		em, err := publishevent.New(c.EventSink, publishevent.WithBaseURL(c.BaseURL), publishevent.WithLogger(s.log))
 		if err != nil {
