@@ -13,6 +13,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/handlers/events"
 	"github.com/catalogsync/catalogsync/internal/cli"
+	"github.com/catalogsync/catalogsync/internal/httpserver"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/s3"
@@ -103,7 +104,7 @@ func (c *agentCmd) openReadOnly(ctx context.Context, from origins) (storage.Stor
 // --notify-open, bucket notifications on /events.
 func (c *agentCmd) handler(src *status.ClusterCatalogs, f *follow.Follower, m *metrics.Metrics, log *slog.Logger, token string) (http.Handler, error) {
 	sf := agentHTTP()
-	r := sf.router(m, log)
+	r := sf.Router(m, log)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	r.Get("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !src.Synced() {
@@ -131,9 +132,9 @@ func (c *agentCmd) handler(src *status.ClusterCatalogs, f *follow.Follower, m *m
 
 // agentHTTP is how the agent holds connections: serve's defaults (its
 // requests are probes and small notifications).
-func agentHTTP() serveFlags {
-	return serveFlags{Listening: cli.Listening{MaxConns: 64, IdleTimeout: 75 * time.Second, HeaderTimeout: 10 * time.Second},
-		writeStall: time.Minute, readLimit: 30 * time.Second}
+func agentHTTP() httpserver.Config {
+	return httpserver.Config{MaxConns: 64, IdleTimeout: 75 * time.Second, HeaderTimeout: 10 * time.Second,
+		WriteStall: time.Minute, ReadTimeout: 30 * time.Second}
 }
 
 // serve runs the informer, the writer and the follower, and answers HTTP,
@@ -144,7 +145,7 @@ func (c *agentCmd) serve(ctx context.Context, log *slog.Logger, where string, h 
 		return err
 	}
 	sf := agentHTTP()
-	srv, ln := sf.server(h, ln)
+	srv, ln := sf.Server(h, ln)
 	log.Info("agent serving", "addr", ln.Addr().String(), "store", where, "baseURL", c.BaseURL, "pointerPoll", c.PointerPoll)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -166,7 +167,7 @@ func (c *agentCmd) serve(ctx context.Context, log *slog.Logger, where string, h 
 		return err
 	}
 	log.Info("stopping")
-	err = shutdown(srv, agentStopGrace, log)
+	err = httpserver.Shutdown(srv, agentStopGrace, log)
 	cancel()
 	wg.Wait()
 	log.Info("stopped", "notified", f.Stats().Notified, "polledChanges", f.Stats().Polled)

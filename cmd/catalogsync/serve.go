@@ -19,7 +19,7 @@ import (
 	"github.com/catalogsync/catalogsync/handlers/ui"
 	"github.com/catalogsync/catalogsync/handlers/webhook"
 	"github.com/catalogsync/catalogsync/internal/cli"
-	"github.com/catalogsync/catalogsync/internal/tlsprofile"
+	"github.com/catalogsync/catalogsync/internal/httpserver"
 	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
@@ -54,16 +54,6 @@ type serveCmd struct {
 	GCUnconf        time.Duration `name:"gc-unconfigured-age" group:"gc" env:"CATALOGSYNC_GC_UNCONFIGURED_AGE" defaultvar:"unconfigured" check:"nonneg" help:"a stored catalog this replica does not list is deleted only once no replica touched it this long"`
 }
 
-// serveFlags is what serve's HTTP side reads of the settings.
-type serveFlags struct {
-	cli.Listening
-	uiOpen     bool
-	writeStall time.Duration
-	readLimit  time.Duration
-	tls        tlsreload.Files
-	profile    tlsprofile.Profile
-}
-
 // server holds serve's parts, built before anything runs.
 type server struct {
 	log      *slog.Logger
@@ -81,6 +71,7 @@ type server struct {
 	contentH *content.Handler
 	r, evr   chi.Router
 	tlsR     *tlsreload.Reloader
+	http     httpserver.Config
 	// closers release what was built, in reverse order.
 	closers []func()
 }
@@ -231,17 +222,12 @@ func (c *serveCmd) buildClusterCatalogs(ctx context.Context, s *server) error {
 
 // buildHTTP makes the routers: the REST API, content, UI and triggers.
 func (c *serveCmd) buildHTTP(s *server) error {
-	sf := c.serveFlags()
-	s.r = sf.router(s.m, s.log)
 	var err error
-	if sf.profile, err = tlsprofile.Parse(c.TLSProfile, c.TLSCustomMin, c.TLSCustomCipher); err != nil {
-		return usageError{Msg: fmt.Sprintf("%v (--tls-profile %s)", err, c.TLSProfile)}
+	if s.http, err = c.HTTP(openWithoutCert(c.UIOpen)); err != nil {
+		return err
 	}
-	if c.TLSCert == "" && (c.TLSProfile != "intermediate" || c.TLSCustomMin != "" || c.TLSCustomCipher != "") {
-		// Ignoring the profile would serve plain HTTP to someone who asked for TLS 1.3.
-		return usageError{Msg: "--tls-profile and --tls-custom-* apply to HTTPS: give --tls-cert-file and --tls-key-file too"}
-	}
-	if s.tlsR, err = sf.tlsReloader(s.log); err != nil {
+	s.r = s.http.Router(s.m, s.log)
+	if s.tlsR, err = s.http.Reloader(s.log); err != nil {
 		return usageError{Msg: err.Error()}
 	}
 	c.mountAPI(s)
@@ -250,7 +236,7 @@ func (c *serveCmd) buildHTTP(s *server) error {
 	ui.New(s.store, s.set, ui.WithLogger(s.log)).Mount(s.r)
 	s.evr = s.r
 	if c.EventsAddr != "" {
-		s.evr = sf.router(s.m, s.log)
+		s.evr = s.http.Router(s.m, s.log)
 	}
 	return mountTriggers(s.r, s.evr, s.cfg, s.eng, s.set, s.m, s.log, c.Kubeconfig)
 }
@@ -294,12 +280,11 @@ func mountContent(s *server, budget graphql.Option) {
 // serve listens, starts the background work and serves until ctx ends,
 // then stops gracefully.
 func (c *serveCmd) serve(ctx context.Context, s *server) error {
-	sf := c.serveFlags()
 	if s.tlsR != nil {
 		go s.tlsR.Run(ctx)
 	}
 	if c.EventsAddr != "" {
-		stopEvents, err := sf.serveEvents(c.EventsAddr, s.evr, s.tlsR, s.log)
+		stopEvents, err := serveEvents(s.http, c.EventsAddr, s.evr, s.tlsR, s.log)
 		if err != nil {
 			return err
 		}
@@ -309,7 +294,7 @@ func (c *serveCmd) serve(ctx context.Context, s *server) error {
 	if err != nil {
 		return err
 	}
-	srv, ln := sf.server(s.r, ln)
+	srv, ln := s.http.Server(s.r, ln)
 	s.log.Info("serving", "addr", ln.Addr().String(), "store", s.dir, "catalogs", len(s.cfg.Catalogs))
 	c.logSurfaces(ctx, s, envValue(envAPIToken))
 	bgDone, err := c.start(ctx, s)
@@ -317,14 +302,14 @@ func (c *serveCmd) serve(ctx context.Context, s *server) error {
 		return err
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- serveListener(srv, ln, s.tlsR) }()
+	go func() { errc <- httpserver.Serve(srv, ln, s.tlsR) }()
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		return err
 	}
 	s.log.Info("stopping; a second signal exits at once", "grace", c.ShutdownGrace)
-	err = shutdown(srv, c.ShutdownGrace, s.log)
+	err = httpserver.Shutdown(srv, c.ShutdownGrace, s.log)
 	// The poller and GC give back their turns, the syncs their leases
 	// (cancelled with ctx), before the store closes.
 	<-bgDone

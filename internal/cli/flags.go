@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
+	"github.com/catalogsync/catalogsync/internal/httpserver"
+	"github.com/catalogsync/catalogsync/internal/tlsprofile"
+	"github.com/catalogsync/catalogsync/internal/tlsreload"
 	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage/s3"
 )
@@ -97,4 +101,21 @@ func (s Serving) GraphQLBudget() (perQuery, inflight int64) {
 	perQuery, _ = ParseBytes(s.GraphQLAnswer)
 	inflight, _ = ParseBytes(s.GraphQLInflight)
 	return perQuery, inflight
+}
+
+// HTTP is the servers' configuration the settings give; open says which
+// requests need no client certificate with --tls-client-ca-file.
+func (s Serving) HTTP(open func(*http.Request) bool) (httpserver.Config, error) {
+	c := httpserver.Config{MaxConns: s.MaxConns, IdleTimeout: s.IdleTimeout, HeaderTimeout: s.HeaderTimeout,
+		ReadTimeout: s.ReadLimit, WriteStall: s.WriteStall, OpenWithoutCert: open,
+		TLS: tlsreload.Files{Cert: s.TLSCert, Key: s.TLSKey, ClientCA: s.TLSClientCA}}
+	var err error
+	if c.Profile, err = tlsprofile.Parse(s.TLSProfile, s.TLSCustomMin, s.TLSCustomCipher); err != nil {
+		return c, UsageError{Msg: fmt.Sprintf("%v (--tls-profile %s)", err, s.TLSProfile)}
+	}
+	if s.TLSCert == "" && (s.TLSProfile != "intermediate" || s.TLSCustomMin != "" || s.TLSCustomCipher != "") {
+		// Ignoring the profile would serve plain HTTP to someone who asked for TLS 1.3.
+		return c, UsageError{Msg: "--tls-profile and --tls-custom-* apply to HTTPS: give --tls-cert-file and --tls-key-file too"}
+	}
+	return c, nil
 }

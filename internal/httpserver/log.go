@@ -1,8 +1,7 @@
-package api
+package httpserver
 
 import (
 	"log/slog"
-	"net/http"
 	"strings"
 
 	"github.com/catalogsync/catalogsync/metrics"
@@ -11,18 +10,6 @@ import (
 // quietRoutes are polled by machines every few seconds; their successes are
 // logged at debug level so they do not drown the rest.
 var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
-
-// LogRequests returns a middleware that logs one structured line per
-// request (see RequestLog). With metrics too, give RequestLog and
-// Metrics.ObserveHTTP to one metrics.Observe instead: one wrapper then
-// records each response for both.
-//
-// Install it with Use on the top chi router; it also works wrapped around
-// any handler, and then gives a chi router inside it a routing context to
-// fill in.
-func LogRequests(log *slog.Logger) func(http.Handler) http.Handler {
-	return metrics.Observe(RequestLog(log))
-}
 
 // RequestLog logs what metrics.Observe recorded: method, route (chi's
 // pattern, so a catalog name does not make every line distinct), path,
