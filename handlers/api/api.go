@@ -38,6 +38,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogsync/catalogsync/handlers/content"
+	"github.com/catalogsync/catalogsync/handlers/health"
 	"github.com/catalogsync/catalogsync/openapi"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/sync/catalogspec"
@@ -48,8 +49,6 @@ import (
 const Prefix = "/api/v1"
 
 const (
-	// DefaultReadyTimeout bounds the store check of /readyz.
-	DefaultReadyTimeout = 2 * time.Second
 	// storeTimeout bounds the store reads of one API request, so a store
 	// that hangs (an SDK retrying) answers 503 instead of holding the
 	// client forever.
@@ -132,7 +131,7 @@ func WithOpen(open bool) Option { return func(h *Handler) { h.open = open } }
 func WithReadyCheck(f func() error) Option { return func(h *Handler) { h.readyCheck = f } }
 
 // WithReadyTimeout bounds how long /readyz waits for the store
-// (DefaultReadyTimeout otherwise).
+// (health.DefaultReadyTimeout otherwise).
 func WithReadyTimeout(d time.Duration) Option {
 	return func(h *Handler) {
 		if d > 0 {
@@ -148,8 +147,8 @@ func WithMetrics(m http.Handler) Option { return func(h *Handler) { h.metrics = 
 func New(engine Engine, catalogs CatalogLister, store storage.Store, opts ...Option) *Handler {
 	h := &Handler{
 		engine: engine, catalogs: catalogs, store: store,
-		contentPath: content.DefaultBasePath, readyTimeout: DefaultReadyTimeout,
-		spec: openapi.Spec(),
+		contentPath: content.DefaultBasePath,
+		spec:        openapi.Spec(),
 	}
 	for _, o := range opts {
 		o(h)
@@ -177,8 +176,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.root.Ser
 func (h *Handler) Mount(r chi.Router) {
 	r.Mount(Prefix, h.apiRoutes())
 	r.Get("/openapi.yaml", h.serveSpec)
-	r.Get("/healthz", h.healthz)
-	r.Get("/readyz", h.readyz)
+	health.New(h.store, health.WithCheck(h.readyCheck), health.WithTimeout(h.readyTimeout), health.WithLogger(h.log)).Mount(r)
 	if h.metrics != nil {
 		r.Method(http.MethodGet, "/metrics", h.metrics)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/catalogsync/catalogsync/internal/problem"
 	"github.com/catalogsync/catalogsync/internal/truncate"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
@@ -45,7 +46,7 @@ const maxSyncBody = 4 << 10
 func catalogName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	name, err := url.PathUnescape(chi.URLParam(r, "name"))
 	if err != nil || !catalog.ValidName(name) {
-		writeProblem(w, http.StatusBadRequest, "a catalog name is a DNS-1123 subdomain of at most 253 characters")
+		problem.Write(w, http.StatusBadRequest, "a catalog name is a DNS-1123 subdomain of at most 253 characters")
 		return "", false
 	}
 	return name, true
@@ -81,7 +82,7 @@ func (h *Handler) listCatalogs(w http.ResponseWriter, r *http.Request) {
 		storeUnavailable(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, jsonType, CatalogList{Items: items})
+	problem.JSON(w, http.StatusOK, problem.JSONType, CatalogList{Items: items})
 }
 
 func (h *Handler) getCatalog(w http.ResponseWriter, r *http.Request) {
@@ -91,7 +92,7 @@ func (h *Handler) getCatalog(w http.ResponseWriter, r *http.Request) {
 	}
 	c, ok := h.lookup(name)
 	if !ok {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no catalog %q is configured", name))
+		problem.Write(w, http.StatusNotFound, fmt.Sprintf("no catalog %q is configured", name))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
@@ -102,7 +103,7 @@ func (h *Handler) getCatalog(w http.ResponseWriter, r *http.Request) {
 		storeUnavailable(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, jsonType, v)
+	problem.JSON(w, http.StatusOK, problem.JSONType, v)
 }
 
 // catalogView joins the engine's state of c with what the store holds. Only
@@ -180,7 +181,7 @@ type syncRequest struct {
 func (h *Handler) syncCatalog(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="catalogsync"`)
-		writeProblem(w, http.StatusUnauthorized, "a valid bearer token is required")
+		problem.Write(w, http.StatusUnauthorized, "a valid bearer token is required")
 		return
 	}
 	name, ok := catalogName(w, r)
@@ -189,24 +190,24 @@ func (h *Handler) syncCatalog(w http.ResponseWriter, r *http.Request) {
 	}
 	reason, status, msg := readSyncReason(w, r)
 	if status != 0 {
-		writeProblem(w, status, msg)
+		problem.Write(w, status, msg)
 		return
 	}
 	// The operation outlives the request: it must not be cancelled with it.
 	op, err := h.engine.Trigger(context.WithoutCancel(r.Context()), name, reason)
 	if errors.Is(err, engine.ErrUnknownCatalog) {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no catalog %q is configured", name))
+		problem.Write(w, http.StatusNotFound, fmt.Sprintf("no catalog %q is configured", name))
 		return
 	}
 	if err != nil {
 		// The engine fails a trigger only for an unknown catalog; anything
 		// else is a bug, not the client's fault.
 		h.log.Error("api: trigger", "catalog", name, "err", err)
-		writeProblem(w, http.StatusInternalServerError, "the sync could not be queued")
+		problem.Write(w, http.StatusInternalServerError, "the sync could not be queued")
 		return
 	}
 	w.Header().Set("Location", Prefix+"/operations/"+op.ID)
-	writeJSON(w, http.StatusAccepted, jsonType, operationView(&op))
+	problem.JSON(w, http.StatusAccepted, problem.JSONType, operationView(&op))
 }
 
 // readSyncReason reads the optional JSON body of a sync request and
@@ -254,7 +255,7 @@ func bodyMediaType(ct string) string {
 		return ""
 	}
 	mt, _, err := mime.ParseMediaType(ct)
-	if err == nil && mt == jsonType {
+	if err == nil && mt == problem.JSONType {
 		return ""
 	}
 	got := truncate.Text(ct, 100)
@@ -264,13 +265,13 @@ func bodyMediaType(ct string) string {
 func (h *Handler) getOperation(w http.ResponseWriter, r *http.Request) {
 	id, err := url.PathUnescape(chi.URLParam(r, "id"))
 	if err != nil || !opID().MatchString(id) {
-		writeProblem(w, http.StatusBadRequest, "an operation id is 1 to 64 letters, digits, '_' or '-'")
+		problem.Write(w, http.StatusBadRequest, "an operation id is 1 to 64 letters, digits, '_' or '-'")
 		return
 	}
 	op, ok := h.engine.Operation(id)
 	if !ok {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no operation %q is kept", id))
+		problem.Write(w, http.StatusNotFound, fmt.Sprintf("no operation %q is kept", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, jsonType, operationView(&op))
+	problem.JSON(w, http.StatusOK, problem.JSONType, operationView(&op))
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -10,59 +9,18 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/catalogsync/catalogsync/internal/truncate"
+	"github.com/catalogsync/catalogsync/internal/problem"
 )
-
-const (
-	jsonType    = "application/json"
-	problemType = "application/problem+json"
-)
-
-// Problem is an RFC 9457 problem details object. Type is always
-// "about:blank": the status says what kind of problem it is and Detail
-// says what went wrong, so clients need no catalogue of problem types.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-}
-
-// writeProblem answers with a problem. Headers set for a success body
-// must not describe it.
-func writeProblem(w http.ResponseWriter, status int, detail string) {
-	for _, k := range []string{"Content-Length", "Content-Encoding", "ETag", "Last-Modified", "Location"} {
-		w.Header().Del(k)
-	}
-	// Details may quote the request or a store's error.
-	detail = truncate.Text(detail, truncate.REST)
-	writeJSON(w, status, problemType, Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail})
-}
 
 // storeUnavailable answers a failed store read: the store, not the
 // request, is at fault, and a retry may work.
 func storeUnavailable(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
-	writeProblem(w, http.StatusServiceUnavailable, "reading the object store failed; try again")
-}
-
-func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Only a programming error (an unsupported type) gets here.
-		http.Error(w, "encoding the response failed", http.StatusInternalServerError)
-		return
-	}
-	b = append(b, '\n')
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	w.Write(b)
+	problem.Write(w, http.StatusServiceUnavailable, "reading the object store failed; try again")
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, http.StatusNotFound, fmt.Sprintf("no route for %s", r.URL.Path))
+	problem.Write(w, http.StatusNotFound, fmt.Sprintf("no route for %s", r.URL.Path))
 }
 
 // probeMethods are the methods tried to fill in Allow.
@@ -91,7 +49,7 @@ func methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
+		problem.Write(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
 	}
 }
 
@@ -100,8 +58,8 @@ func methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 // RFC 9457 suggests for clients that accept JSON.
 func acceptJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !accepts(r.Header.Values("Accept"), jsonType) {
-			writeProblem(w, http.StatusNotAcceptable, "this resource is only available as application/json")
+		if !accepts(r.Header.Values("Accept"), problem.JSONType) {
+			problem.Write(w, http.StatusNotAcceptable, "this resource is only available as application/json")
 			return
 		}
 		next.ServeHTTP(w, r)
