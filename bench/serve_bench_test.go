@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/internal/freeport"
+	"github.com/catalogsync/catalogsync/test/servers"
 )
 
 // stores remembers, per catalog and backend, the store a catalog was synced
@@ -101,17 +102,24 @@ func waitFirst(b *testing.B, cmd *exec.Cmd, url, firstPath string) (string, time
 
 // BenchmarkColdStart measures process start to the first metas answer
 // (`?package=`) for each catalog size, the median of b.N starts: it must
-// not depend on the size. The smallest catalog is the baseline.
+// not depend on the size. The smallest catalog is the baseline. Each
+// store is read by `catalogsync serve` ({fs,s3}) and by
+// catalogsync-reader ({fs,s3}-reader).
 func BenchmarkColdStart(b *testing.B) {
 	for _, c := range catalogs {
-		for _, backend := range []string{"fs", "s3"} {
+		for _, backend := range []string{"fs", "s3", "fs-reader", "s3-reader"} {
 			b.Run(c.name+"/"+backend, func(b *testing.B) {
 				f := setup(b)
-				args, env := storeArgs(b, f, c.name, backend)
+				reader := strings.HasSuffix(backend, "-reader")
+				args, env := storeArgs(b, f, c.name, strings.TrimSuffix(backend, "-reader"))
+				start := startServe
+				if reader {
+					start = startReader
+				}
 				path := "/catalogs/" + c.name + "/api/v1/metas?package=" + c.pkg
 				var starts []time.Duration
 				for i := 0; i < b.N; i++ {
-					_, d, stop := startServe(b, f, args, env, path)
+					_, d, stop := start(b, f, args, env, path)
 					stop()
 					starts = append(starts, d)
 				}
@@ -122,6 +130,20 @@ func BenchmarkColdStart(b *testing.B) {
 			})
 		}
 	}
+}
+
+// startReader is startServe for catalogsync-reader, which serves every
+// catalog of its store and takes no catalogs file.
+func startReader(b *testing.B, f *fixture, args, env []string, firstPath string) (string, time.Duration, func()) {
+	b.Helper()
+	if i := slices.Index(args, "--config"); i >= 0 {
+		args = slices.Delete(slices.Clone(args), i, i+2)
+	}
+	addr := freeport.Addr(b)
+	cmd := exec.Command(servers.ReaderBinary(b), append([]string{"--addr", addr, "--log-level", "warn"}, args...)...)
+	cmd.Env = env
+	cmd.SysProcAttr = childAttr()
+	return waitFirst(b, cmd, "http://"+addr, firstPath)
 }
 
 // wrkDuration is how long each wrk run lasts: 10 s, or

@@ -84,10 +84,12 @@ mapfile -t raced < <(go list "${first[@]}"; go list ./... | grep -v -x -F -f <(g
 # printed whole when all are done; then the slowest tests of all three.
 racedLog=$(mktemp) plainLog=$(mktemp) restLog=$(mktemp) bin=$(mktemp -d)
 trap 'rm -rf "$racedLog" "$plainLog" "$restLog" "$bin"' EXIT
-# One catalogsync binary for every package that starts it as a process.
+# One binary of each command for every package that starts it as a process.
 go build -o "$bin/catalogsync" ./cmd/catalogsync
+go build -o "$bin/catalogsync-reader" ./cmd/catalogsync-reader
 go build -o "$bin/slowest" ./test/slowest
 export CATALOGSYNC_TEST_BINARY="$bin/catalogsync"
+export CATALOGSYNC_TEST_READER_BINARY="$bin/catalogsync-reader"
 go test -json -p 4 -count=1 -timeout 25m "${plain[@]}" >"$plainLog" 2>&1 &
 plain_pid=$!
 (

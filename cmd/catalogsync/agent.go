@@ -95,9 +95,9 @@ func (c *agentCmd) openReadOnly(ctx context.Context, from origins) (storage.Stor
 		if errors.Is(err, s3.ErrConfig) {
 			return nil, "", usageError{Msg: err.Error()}
 		}
-		return nil, "", fmt.Errorf("open store %s: %w", s3Location(cfg), err)
+		return nil, "", fmt.Errorf("open store %s: %w", cfg.Location(), err)
 	}
-	return s, s3Location(cfg), nil
+	return s, cfg.Location(), nil
 }
 
 // handler is the agent's HTTP side: probes, metrics and, with a token or

@@ -26,27 +26,16 @@ func openS3(ctx context.Context, c s3.Config) (*s3.Store, error) {
 		if errors.Is(err, s3.ErrConfig) {
 			return nil, usageError{Msg: err.Error()}
 		}
-		return nil, fmt.Errorf("open store %s: %w", s3Location(c), err)
+		return nil, fmt.Errorf("open store %s: %w", c.Location(), err)
 	}
 	return s, nil
-}
-
-func s3Location(c s3.Config) string {
-	loc := "s3://" + c.Bucket
-	if p := strings.Trim(c.Prefix, "/"); p != "" {
-		loc += "/" + p
-	}
-	if c.Endpoint != "" {
-		loc += " at " + c.Endpoint
-	}
-	return loc
 }
 
 // openFrom opens S3 when a bucket is configured, else the local directory
 // (default .catalogsync/store). It returns the store and a description of
 // where it is, for messages. S3 uploads keep their parts in tmpDir ("" is
-// the system's).
-func openFrom(ctx context.Context, f cli.Storage, from origins, tmpDir string) (storage.Store, string, error) {
+// the system's) and send concurrency of them at once (0: the default).
+func openFrom(ctx context.Context, f cli.Storage, from origins, tmpDir string, concurrency int) (storage.Store, string, error) {
 	dir, err := f.LocalDir(from)
 	if err != nil {
 		return nil, "", err
@@ -55,12 +44,12 @@ func openFrom(ctx context.Context, f cli.Storage, from origins, tmpDir string) (
 		return openStore(dir)
 	}
 	cfg := f.S3.Config()
-	cfg.TempDir = tmpDir
+	cfg.TempDir, cfg.Concurrency = tmpDir, concurrency
 	s, err := openS3(ctx, cfg)
 	if err != nil {
 		return nil, "", err
 	}
-	return s, s3Location(cfg), nil
+	return s, cfg.Location(), nil
 }
 
 // gcCmd runs catalog.GC once over the selected store.
@@ -121,7 +110,7 @@ func (c *gcCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer)
 			opts.Catalogs = append(opts.Catalogs, cc.Name)
 		}
 	}
-	store, where, err := openFrom(ctx, c.Storage, from, "")
+	store, where, err := openFrom(ctx, c.Storage, from, "", 0)
 	if err != nil {
 		return err
 	}

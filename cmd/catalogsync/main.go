@@ -14,12 +14,10 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"os/signal"
 	"path"
 	"runtime/debug"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -45,18 +43,7 @@ const (
 
 func main() {
 	samplePeakAnon()
-	ctx, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// The first signal starts a graceful stop; a second one ends the
-		// process at once, as an operator pressing ^C twice expects.
-		<-sigs
-		cancel()
-		s := <-sigs
-		fmt.Fprintf(os.Stderr, "catalogsync: second %s: exiting now\n", s)
-		os.Exit(128 + int(s.(syscall.Signal)))
-	}()
+	ctx := cli.StopOnSignal("catalogsync")
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	reportPeakRSS(os.Stderr)
 	os.Exit(code)
@@ -248,7 +235,7 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	if envValue(envMemLimit) == "" {
 		debug.SetMemoryLimit(defaultSyncMemoryLimit)
 	}
-	store, dir, err := openFrom(ctx, c.Storage, from, c.TmpDir)
+	store, dir, err := openFrom(ctx, c.Storage, from, c.TmpDir, c.S3Concurrency)
 	if err != nil {
 		return err
 	}
@@ -395,7 +382,7 @@ func (c *pollCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	store, _, err := openFrom(ctx, c.Storage, from, c.TmpDir)
+	store, _, err := openFrom(ctx, c.Storage, from, c.TmpDir, c.S3Concurrency)
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func (c *serveCmd) build(ctx context.Context, from origins, s *server) error {
 // that never exists (as /readyz), not a List of every stored object: a
 // process started for a request waits for this.
 func (c *serveCmd) openStore(ctx context.Context, from origins, s *server) error {
-	store, dir, err := openFrom(ctx, c.Storage, from, c.TmpDir)
+	store, dir, err := openFrom(ctx, c.Storage, from, c.TmpDir, c.S3Concurrency)
 	if err != nil {
 		return err
 	}

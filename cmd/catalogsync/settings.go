@@ -28,6 +28,7 @@ import (
 	"github.com/catalogsync/catalogsync/internal/pullsecret"
 	"github.com/catalogsync/catalogsync/internal/regconf"
 	"github.com/catalogsync/catalogsync/storage/catalog"
+	"github.com/catalogsync/catalogsync/storage/s3"
 	"github.com/catalogsync/catalogsync/sync/follow"
 	"github.com/catalogsync/catalogsync/sync/source"
 )
@@ -57,19 +58,21 @@ type configFlag struct {
 // commonFlags configure how images are read, for the commands that sync.
 type commonFlags struct {
 	cli.Storage `embed:"" group:"store"`
-	Platform    string `name:"platform" group:"registries" env:"CATALOGSYNC_PLATFORM" file:"platform" default:"linux/amd64" check:"platform" help:"manifest picked from multi-platform images (os/arch[/variant])"`
-	PlainHTTP   string `name:"plain-http" group:"registries" env:"CATALOGSYNC_PLAIN_HTTP" help:"comma-separated registry hosts reached over plain HTTP"`
-	Insecure    string `name:"insecure-skip-tls-verify" group:"registries" env:"CATALOGSYNC_INSECURE_HOSTS" help:"comma-separated registry hosts whose TLS certificate is not verified"`
-	CAFile      string `name:"ca-file" group:"registries" env:"CATALOGSYNC_CA_FILE" help:"PEM CA bundle trusted for every registry besides the system's; re-read when it changes"`
-	CADir       string `name:"ca-dir" group:"registries" env:"CATALOGSYNC_CA_DIR" help:"directory of PEM CA files (ending .crt or .pem) trusted for every registry, as catalogd's --pull-cas-dir; re-read when it changes"`
-	RegConf     string `name:"registries-conf" group:"registries" env:"CATALOGSYNC_REGISTRIES_CONF" defaultvar:"regconf" docdefault:"${regconf} when present" help:"containers registries.conf v2 (+ .d drop-ins): mirrors tried in order, then the source; blocked registries refused; \"\" reads none"`
-	cli.Logging `embed:""`
-	TmpDir      string        `name:"tmp-dir" group:"syncs" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs, and for the parts of S3 uploads (unlinked files)"`
-	NoDocker    bool          `name:"no-docker-config" group:"registries" help:"do not read registry credentials from the docker config"`
-	VerifyReuse bool          `name:"verify-incremental" group:"syncs" env:"CATALOGSYNC_VERIFY_INCREMENTAL" help:"parse the files an incremental sync reuses from the published content too, and fail the sync if anything differs (the test suite runs with it; it costs the speed-up)"`
-	Stall       time.Duration `name:"stall-timeout" group:"registries" env:"CATALOGSYNC_STALL_TIMEOUT" defaultvar:"stall" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`
-	Static      bool          `name:"static-layout" group:"store" env:"CATALOGSYNC_STATIC_LAYOUT" help:"with every publish also write catalogs/<name>/api/v1/all and all.gz in the store, so HTTP clients read catalogs straight from the bucket (point --base-url at it); content is then stored whole, not shared between digests"`
-	Replica     string        `name:"replica-id" group:"syncs" env:"CATALOGSYNC_REPLICA_ID,POD_NAME" docdefault:"the host name" help:"this replica's name in the store's leases and logs (replicas sharing a store pull each digest once, and take turns at GC and polls) and in the field manager of the Progressing condition it writes (catalogsync/<id>); unique per replica; a lease belongs to one process whatever its name"`
+	// S3Concurrency is the store setting only the commands that upload take.
+	S3Concurrency int    `name:"s3-upload-concurrency" group:"store" env:"CATALOGSYNC_S3_UPLOAD_CONCURRENCY" defaultvar:"s3Concurrency" check:"positive" help:"parts of one upload sent at once, each 5 MiB of a scratch file in --tmp-dir (more for a far S3)"`
+	Platform      string `name:"platform" group:"registries" env:"CATALOGSYNC_PLATFORM" file:"platform" default:"linux/amd64" check:"platform" help:"manifest picked from multi-platform images (os/arch[/variant])"`
+	PlainHTTP     string `name:"plain-http" group:"registries" env:"CATALOGSYNC_PLAIN_HTTP" help:"comma-separated registry hosts reached over plain HTTP"`
+	Insecure      string `name:"insecure-skip-tls-verify" group:"registries" env:"CATALOGSYNC_INSECURE_HOSTS" help:"comma-separated registry hosts whose TLS certificate is not verified"`
+	CAFile        string `name:"ca-file" group:"registries" env:"CATALOGSYNC_CA_FILE" help:"PEM CA bundle trusted for every registry besides the system's; re-read when it changes"`
+	CADir         string `name:"ca-dir" group:"registries" env:"CATALOGSYNC_CA_DIR" help:"directory of PEM CA files (ending .crt or .pem) trusted for every registry, as catalogd's --pull-cas-dir; re-read when it changes"`
+	RegConf       string `name:"registries-conf" group:"registries" env:"CATALOGSYNC_REGISTRIES_CONF" defaultvar:"regconf" docdefault:"${regconf} when present" help:"containers registries.conf v2 (+ .d drop-ins): mirrors tried in order, then the source; blocked registries refused; \"\" reads none"`
+	cli.Logging   `embed:""`
+	TmpDir        string        `name:"tmp-dir" group:"syncs" env:"CATALOGSYNC_TMP_DIR" docdefault:"system temp" help:"directory for the spool file while a sync runs, and for the parts of S3 uploads (unlinked files)"`
+	NoDocker      bool          `name:"no-docker-config" group:"registries" help:"do not read registry credentials from the docker config"`
+	VerifyReuse   bool          `name:"verify-incremental" group:"syncs" env:"CATALOGSYNC_VERIFY_INCREMENTAL" help:"parse the files an incremental sync reuses from the published content too, and fail the sync if anything differs (the test suite runs with it; it costs the speed-up)"`
+	Stall         time.Duration `name:"stall-timeout" group:"registries" env:"CATALOGSYNC_STALL_TIMEOUT" defaultvar:"stall" check:"nonneg" help:"a registry that sends nothing this long (no response, no byte of a layer) fails the attempt, which is retried; slow transfers are fine"`
+	Static        bool          `name:"static-layout" group:"store" env:"CATALOGSYNC_STATIC_LAYOUT" help:"with every publish also write catalogs/<name>/api/v1/all and all.gz in the store, so HTTP clients read catalogs straight from the bucket (point --base-url at it); content is then stored whole, not shared between digests"`
+	Replica       string        `name:"replica-id" group:"syncs" env:"CATALOGSYNC_REPLICA_ID,POD_NAME" docdefault:"the host name" help:"this replica's name in the store's leases and logs (replicas sharing a store pull each digest once, and take turns at GC and polls) and in the field manager of the Progressing condition it writes (catalogsync/<id>); unique per replica; a lease belongs to one process whatever its name"`
 
 	// noLocal refuses ocidir:// references (serve, for ClusterCatalogs).
 	noLocal bool
@@ -135,13 +138,14 @@ var fileOnly = []struct{ Key, Help string }{
 // asks for each flag's default.
 var vars = sync.OnceValue(func() map[string]string {
 	return map[string]string{
-		"stall":        cli.ShortDuration(source.DefaultStallTimeout),
-		"regconf":      regconf.DefaultPath,
-		"keep":         fmt.Sprint(catalog.DefaultKeep),
-		"grace":        cli.ShortDuration(catalog.DefaultGrace),
-		"unconfigured": cli.ShortDuration(catalog.DefaultUnconfiguredAge),
-		"leftover":     cli.ShortDuration(catalog.DefaultLeftoverAge),
-		"pointerPoll":  cli.ShortDuration(follow.DefaultPollInterval),
+		"stall":         cli.ShortDuration(source.DefaultStallTimeout),
+		"s3Concurrency": fmt.Sprint(s3.DefaultConcurrency),
+		"regconf":       regconf.DefaultPath,
+		"keep":          fmt.Sprint(catalog.DefaultKeep),
+		"grace":         cli.ShortDuration(catalog.DefaultGrace),
+		"unconfigured":  cli.ShortDuration(catalog.DefaultUnconfiguredAge),
+		"leftover":      cli.ShortDuration(catalog.DefaultLeftoverAge),
+		"pointerPoll":   cli.ShortDuration(follow.DefaultPollInterval),
 	}
 })
 

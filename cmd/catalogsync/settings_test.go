@@ -369,7 +369,7 @@ func TestS3UploadConcurrency(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Sync.S3.Config().Concurrency; got != tc.want {
+		if got := c.Sync.S3Concurrency; got != tc.want {
 			t.Errorf("%v: concurrency %d, want %d", tc.args, got, tc.want)
 		}
 	}

@@ -24,9 +24,8 @@ const DefaultStore = ".catalogsync/store"
 // once: a parse asks for each flag's default.
 var baseVars = sync.OnceValue(func() map[string]string {
 	return map[string]string{
-		"defaultStore":  DefaultStore,
-		"s3Stall":       ShortDuration(s3.DefaultStallTimeout),
-		"s3Concurrency": fmt.Sprint(s3.DefaultConcurrency),
+		"defaultStore": DefaultStore,
+		"s3Stall":      ShortDuration(s3.DefaultStallTimeout),
 	}
 })
 

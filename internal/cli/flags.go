@@ -55,13 +55,12 @@ type S3 struct {
 	Region       string        `name:"s3-region" env:"CATALOGSYNC_S3_REGION" docdefault:"AWS_REGION" help:"region (else AWS_REGION, AWS_DEFAULT_REGION; us-east-1 with --s3-endpoint)"`
 	Prefix       string        `name:"s3-prefix" env:"CATALOGSYNC_S3_PREFIX" help:"key prefix, so several deployments share a bucket"`
 	PathStyle    bool          `name:"s3-path-style" env:"CATALOGSYNC_S3_PATH_STYLE" help:"path-style addressing (MinIO)"`
-	Concurrency  int           `name:"s3-upload-concurrency" env:"CATALOGSYNC_S3_UPLOAD_CONCURRENCY" defaultvar:"s3Concurrency" check:"positive" help:"parts of one upload sent at once, each 5 MiB of a scratch file in --tmp-dir (more for a far S3)"`
 	StallTimeout time.Duration `name:"s3-stall-timeout" env:"CATALOGSYNC_S3_STALL_TIMEOUT" defaultvar:"s3Stall" check:"nonneg" help:"a store that sends nothing this long (no response, no byte either way) fails the request; slow transfers are fine"`
 }
 
 // Config is the bucket's storage/s3 configuration.
 func (f S3) Config() s3.Config {
-	return s3.Config{Bucket: f.Bucket, Endpoint: f.Endpoint, Region: f.Region, Prefix: f.Prefix, PathStyle: f.PathStyle, Concurrency: f.Concurrency, StallTimeout: f.StallTimeout}
+	return s3.Config{Bucket: f.Bucket, Endpoint: f.Endpoint, Region: f.Region, Prefix: f.Prefix, PathStyle: f.PathStyle, StallTimeout: f.StallTimeout}
 }
 
 // Listening says how each listener holds connections. The cap bounds

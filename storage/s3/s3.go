@@ -604,3 +604,16 @@ func (s *Store) deleteRaw(ctx context.Context, fullKey string) error {
 	_, err := s.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(fullKey)})
 	return err
 }
+
+// Location names the bucket and prefix (and the endpoint, when set) for
+// messages; it holds no credential.
+func (c Config) Location() string {
+	loc := "s3://" + c.Bucket
+	if p := strings.Trim(c.Prefix, "/"); p != "" {
+		loc += "/" + p
+	}
+	if c.Endpoint != "" {
+		loc += " at " + c.Endpoint
+	}
+	return loc
+}

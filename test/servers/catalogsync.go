@@ -26,11 +26,17 @@ const RaceEnv = "CATALOGSYNC_E2E_RACE"
 // package that starts the service, each of which would link its own.
 const BinaryEnv = "CATALOGSYNC_TEST_BINARY"
 
-var built struct {
+// ReaderBinaryEnv is BinaryEnv for catalogsync-reader.
+const ReaderBinaryEnv = "CATALOGSYNC_TEST_READER_BINARY"
+
+// binary is one command built once per test binary.
+type binary struct {
 	once sync.Once
 	path string
 	err  error
 }
+
+var built, builtReader binary
 
 // CatalogsyncBinary builds ./cmd/catalogsync from this repository once per
 // test binary (into a temp dir that lives as long as the test binary) and
@@ -38,46 +44,61 @@ var built struct {
 // that kill -9, restarts and memory are those of the real thing.
 func CatalogsyncBinary(t testing.TB) string {
 	t.Helper()
-	skipShort(t, "catalogsync process")
-	built.once.Do(func() {
-		if p := os.Getenv(BinaryEnv); p != "" && os.Getenv(RaceEnv) != "1" {
+	return built.get(t, "catalogsync", BinaryEnv)
+}
+
+// ReaderBinary is CatalogsyncBinary for ./cmd/catalogsync-reader.
+func ReaderBinary(t testing.TB) string {
+	t.Helper()
+	return builtReader.get(t, "catalogsync-reader", ReaderBinaryEnv)
+}
+
+// get builds ./cmd/<name> once, or takes the binary env names.
+func (bin *binary) get(t testing.TB, name, env string) string {
+	t.Helper()
+	skipShort(t, name+" process")
+	bin.once.Do(func() {
+		if p := os.Getenv(env); p != "" && os.Getenv(RaceEnv) != "1" {
 			if _, err := os.Stat(p); err != nil {
-				built.err = fmt.Errorf("%s: %v", BinaryEnv, err)
+				bin.err = fmt.Errorf("%s: %v", env, err)
 				return
 			}
-			built.path = p
+			bin.path = p
 			return
 		}
-		script, err := toolsScript()
-		if err != nil {
-			built.err = err
-			return
-		}
-		root := filepath.Dir(filepath.Dir(script))
-		dir, err := ProcessTempDir("catalogsync-bin")
-		if err != nil {
-			built.err = err
-			return
-		}
-		p := filepath.Join(dir, "catalogsync")
-		args := []string{"build", "-o", p}
-		if os.Getenv(RaceEnv) == "1" {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, "./cmd/catalogsync")...)
-		cmd.Dir = root
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			built.err = fmt.Errorf("go build ./cmd/catalogsync: %v\n%s", err, out.Bytes())
-			return
-		}
-		built.path = p
+		bin.path, bin.err = build(name)
 	})
-	if built.err != nil {
-		t.Fatalf("servers: %v", built.err)
+	if bin.err != nil {
+		t.Fatalf("servers: %v", bin.err)
 	}
-	return built.path
+	return bin.path
+}
+
+// build runs go build ./cmd/<name> (with -race under RaceEnv) into a
+// directory that lives as long as the test binary.
+func build(name string) (string, error) {
+	script, err := toolsScript()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Dir(filepath.Dir(script))
+	dir, err := ProcessTempDir(name + "-bin")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	args := []string{"build", "-o", p}
+	if os.Getenv(RaceEnv) == "1" {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/"+name)...)
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out.Bytes())
+	}
+	return p, nil
 }
 
 // Catalogsync is a `catalogsync serve` process on 127.0.0.1.

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogsync/catalogsync/handlers/content"
+	"github.com/catalogsync/catalogsync/handlers/graphql"
+	"github.com/catalogsync/catalogsync/handlers/health"
+	"github.com/catalogsync/catalogsync/internal/cli"
+	"github.com/catalogsync/catalogsync/internal/httpserver"
+	"github.com/catalogsync/catalogsync/metrics"
+	"github.com/catalogsync/catalogsync/storage"
+	"github.com/catalogsync/catalogsync/storage/catalog"
+	storagefs "github.com/catalogsync/catalogsync/storage/fs"
+	"github.com/catalogsync/catalogsync/storage/s3"
+)
+
+// run opens the store, builds the handlers and serves until ctx ends,
+// then lets requests in flight finish for --shutdown-grace.
+func (c *readerCmd) run(ctx context.Context, from cli.Origins, stderr io.Writer) error {
+	log := c.Logger(stderr)
+	hc, err := c.HTTP(openWithoutCert)
+	if err != nil {
+		return err
+	}
+	tlsR, err := hc.Reloader(log)
+	if err != nil {
+		return cli.UsageError{Msg: err.Error()}
+	}
+	store, where, err := c.open(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer closeStore(store)
+	m := metrics.New()
+	r := c.router(hc, m, m.Store(store), log)
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return err
+	}
+	srv, ln := hc.Server(r, ln)
+	if tlsR != nil {
+		go tlsR.Run(ctx)
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "store", where, "tls", tlsR != nil)
+	errc := make(chan error, 1)
+	go func() { errc <- httpserver.Serve(srv, ln, tlsR) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	log.Info("stopping; a second signal exits at once", "grace", c.ShutdownGrace)
+	return httpserver.Shutdown(srv, c.ShutdownGrace, log)
+}
+
+// router serves the content, the probes and the metrics.
+func (c *readerCmd) router(hc httpserver.Config, m *metrics.Metrics, store storage.Store, log *slog.Logger) chi.Router {
+	r := hc.Router(m, log)
+	health.New(store, health.WithLogger(log)).Mount(r)
+	r.Method(http.MethodGet, "/metrics", m.Handler())
+	var h *content.Handler
+	// GraphQL reads catalogs through the content handler's cache.
+	gql := graphql.New(graphql.OpenerFunc(func(ctx context.Context, name string) (*catalog.Catalog, error) {
+		return h.Catalog(ctx, name)
+	}), graphql.WithLogger(log), graphql.WithAnswerBudget(c.GraphQLBudget()))
+	h = content.New(store, content.WithLogger(log), content.WithGraphQL(gql))
+	h.Mount(r)
+	return r
+}
+
+// openWithoutCert says, with --tls-client-ca-file, which requests need no
+// client certificate: catalog content and the probes (operator-controller
+// and the kubelet present none). /metrics and unknown paths need one.
+func openWithoutCert(r *http.Request) bool {
+	// The path chi routes on, so what is checked is what is served.
+	p := r.URL.RawPath
+	if p == "" {
+		p = r.URL.Path
+	}
+	return strings.HasPrefix(p, "/catalogs/") || p == "/healthz" || p == "/readyz"
+}
+
+// open opens the bucket, or the directory, which must exist: a reader
+// pointed at a wrong path would otherwise answer 404 for every catalog.
+func (c *readerCmd) open(ctx context.Context, from cli.Origins) (storage.Store, string, error) {
+	dir, err := c.LocalDir(from)
+	if err != nil {
+		return nil, "", err
+	}
+	if dir != "" {
+		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir()) {
+			return nil, "", cli.UsageError{Msg: fmt.Sprintf("store %s is not a directory: --store names the directory catalogsync sync or serve writes", dir)}
+		}
+		s, err := storagefs.New(dir)
+		if err != nil {
+			return nil, "", fmt.Errorf("open store %s: %w", dir, err)
+		}
+		return s, dir, nil
+	}
+	cfg := c.S3.Config()
+	s, err := s3.NewReadOnly(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, s3.ErrConfig) {
+			return nil, "", cli.UsageError{Msg: err.Error()}
+		}
+		return nil, "", fmt.Errorf("open store %s: %w", cfg.Location(), err)
+	}
+	return s, cfg.Location(), nil
+}
+
+// closeStore releases a store's handles, for backends that hold any.
+func closeStore(s storage.Store) {
+	if c, ok := s.(io.Closer); ok {
+		c.Close()
+	}
+}
