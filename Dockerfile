@@ -1,4 +1,4 @@
-# Build a static binary, then ship it alone on scratch with CA certificates
+# Build the static binaries, then ship them alone on scratch with CA certificates
 # and a non-root user. deploy/image/build.sh builds the same image without
 # a container engine; test/deploy compares the two.
 #
@@ -11,6 +11,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/catalogsync ./cmd/catalogsync \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/catalogsync-reader ./cmd/catalogsync-reader \
  && mkdir -p /out/etc /out/tmp /out/var/lib/catalogsync \
  && printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/tmp:/sbin/nologin\n' > /out/etc/passwd \
  && printf 'root:x:0:\nnonroot:x:65532:\n' > /out/etc/group \
@@ -28,6 +29,8 @@ COPY --from=build /out/etc /etc
 COPY --from=build /out/tmp /tmp
 COPY --from=build /out/var /var
 COPY --from=build /out/catalogsync /usr/local/bin/catalogsync
+# The read-only server of published catalogs: command: [catalogsync-reader].
+COPY --from=build /out/catalogsync-reader /usr/local/bin/catalogsync-reader
 USER 65532:65532
 ENV PATH=/usr/local/bin CATALOGSYNC_STORE=/var/lib/catalogsync CATALOGSYNC_TMP_DIR=/tmp HOME=/tmp
 # serve listens on $PORT (Knative sets it), default 8080.

@@ -123,7 +123,7 @@ func (b builder) platform(ctx context.Context, ps string) (descriptor.Descriptor
 	if err != nil {
 		return descriptor.Descriptor{}, fmt.Errorf("platform %q: %w", ps, err)
 	}
-	bin := filepath.Join(work, "catalogsync-"+p.OS+"-"+p.Architecture+p.Variant)
+	bin := filepath.Join(work, "bin-"+p.OS+"-"+p.Architecture+p.Variant)
 	if err := goBuild(ctx, s, p, bin); err != nil {
 		return descriptor.Descriptor{}, err
 	}

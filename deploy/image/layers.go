@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	digest "github.com/opencontainers/go-digest"
@@ -21,7 +22,8 @@ import (
 // The user and paths the Dockerfile gives the image too.
 const (
 	userID   = 65532
-	binPath  = "/usr/local/bin/catalogsync"
+	binDir   = "/usr/local/bin"
+	binPath  = binDir + "/catalogsync"
 	storeDir = "/var/lib/catalogsync"
 )
 
@@ -66,14 +68,21 @@ func baseEntries(caBundle string) ([]entry, error) {
 	}, nil
 }
 
-// appEntries hold the binary.
-func appEntries(bin string) []entry {
-	return []entry{
+// commands are the binaries the image holds, each built from ./cmd/<name>
+// into binDir; the first is the entrypoint.
+var commands = []string{"catalogsync", "catalogsync-reader"}
+
+// appEntries hold the binaries, built into dir.
+func appEntries(dir string) []entry {
+	entries := []entry{
 		{name: "usr/", dir: true, mode: 0o755},
 		{name: "usr/local/", dir: true, mode: 0o755},
-		{name: "usr/local/bin/", dir: true, mode: 0o755},
-		{name: binPath[1:], mode: 0o755, path: bin},
+		{name: binDir[1:] + "/", dir: true, mode: 0o755},
 	}
+	for _, c := range commands {
+		entries = append(entries, entry{name: binDir[1:] + "/" + c, mode: 0o755, path: filepath.Join(dir, c)})
+	}
+	return entries
 }
 
 // writeLayer writes entries as a gzip tar to w and returns the blob's

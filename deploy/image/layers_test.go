@@ -19,9 +19,11 @@ import (
 // A layer's bytes depend only on its entries and time: rebuilding the
 // same checkout gives the same digests.
 func TestWriteLayerIsDeterministic(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "bin")
-	if err := os.WriteFile(bin, []byte("binary"), 0o600); err != nil {
-		t.Fatal(err)
+	bin := t.TempDir()
+	for _, c := range commands {
+		if err := os.WriteFile(filepath.Join(bin, c), []byte("binary "+c), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mtime := time.Unix(1700000000, 0)
 	var a, b bytes.Buffer

@@ -61,20 +61,26 @@ func (s source) labels() map[string]string {
 	return l
 }
 
-// goBuild builds the static binary for p as the Dockerfile does:
+// goBuild builds the static binaries (commands) for p into dir as the
+// Dockerfile does:
 // CGO_ENABLED=0, -trimpath, -ldflags="-s -w", the version stamped both by
 // the Go toolchain (VCS revision and time; on in a git checkout whatever
 // GOFLAGS says) and as main.version (for builds without the .git folder).
-func goBuild(ctx context.Context, s source, p platform.Platform, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+strconv.FormatBool(s.revision != ""), //nolint:gosec // G204: the version is the operator's own flag or git's
-		"-ldflags=-s -w -X main.version="+s.version, "-o", out, "./cmd/catalogsync")
-	cmd.Dir = s.root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
-	if p.Architecture == "arm" {
-		cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
+func goBuild(ctx context.Context, s source, p platform.Platform, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build for %s: %w\n%s", p, err, b)
+	for _, c := range commands {
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+strconv.FormatBool(s.revision != ""), //nolint:gosec // G204: the version is the operator's own flag or git's
+			"-ldflags=-s -w -X main.version="+s.version, "-o", filepath.Join(dir, c), "./cmd/"+c)
+		cmd.Dir = s.root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
+		if p.Architecture == "arm" {
+			cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
+		}
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/%s for %s: %w\n%s", c, p, err, b)
+		}
 	}
 	return nil
 }

@@ -217,6 +217,7 @@ func checkImageFiles(t *testing.T, img builtImage) {
 		mode os.FileMode
 	}{
 		"/usr/local/bin/catalogsync":         {0, 0o755},
+		"/usr/local/bin/catalogsync-reader":  {0, 0o755},
 		"/etc/passwd":                        {0, 0o644},
 		"/etc/group":                         {0, 0o644},
 		"/etc/ssl/certs/ca-certificates.crt": {0, 0o644},
@@ -240,8 +241,8 @@ func checkImageFiles(t *testing.T, img builtImage) {
 		}
 	}
 	sort.Strings(files)
-	if len(files) != 4 {
-		t.Errorf("image files %v, want only the binary, passwd, group and the CA bundle", files)
+	if len(files) != 5 {
+		t.Errorf("image files %v, want only the two binaries, passwd, group and the CA bundle", files)
 	}
 	// The binary says which commit it is (catalogsync version reads it).
 	bi, err := buildinfo.ReadFile(filepath.Join(img.rootfs, "usr", "local", "bin", "catalogsync"))
