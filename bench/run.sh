@@ -128,7 +128,7 @@ for s in "${steps[@]}"; do
     run micro -run '^$' -bench . -benchmem -benchtime "$micro_t" -timeout 30m -v \
       ./sync/fbc ./storage/catalog ./handlers/content ./storage/s3 ./sync/buildindex ;;
   weight) # the release binary: size, packages, init per start, idle serve RSS
-    run weight -run '^$' -bench '^BenchmarkWeight$' -benchtime "$serve_n" -timeout 10m -v ./bench ;;
+    run weight -run '^$' -bench '^BenchmarkWeight(Reader)?$' -benchtime "$serve_n" -timeout 10m -v ./bench ;;
   esac
 done
 

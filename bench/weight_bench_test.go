@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,10 +25,22 @@ import (
 // memory of an idle `serve` once it answers /readyz (median). test/budget
 // holds the budget; this puts the figures beside the others of the run.
 func BenchmarkWeight(b *testing.B) {
+	weigh(b, "catalogsync", []string{"version"}, []string{"serve"})
+}
+
+// BenchmarkWeightReader is BenchmarkWeight for catalogsync-reader
+// (initialisation of `-h`, an idle reader of an empty store).
+func BenchmarkWeightReader(b *testing.B) {
+	weigh(b, "catalogsync-reader", []string{"-h"}, nil)
+}
+
+// weigh reports the weight of ./cmd/<cmd>: initArgs is a quick run that
+// initialises every package, serveArgs start it serving (before --addr).
+func weigh(b *testing.B, cmd string, initArgs, serveArgs []string) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..")
-	bin := filepath.Join(b.TempDir(), "catalogsync")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/catalogsync")
+	bin := filepath.Join(b.TempDir(), cmd)
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/"+cmd)
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
@@ -36,7 +49,7 @@ func BenchmarkWeight(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	list := exec.Command("go", "list", "-deps", "./cmd/catalogsync")
+	list := exec.Command("go", "list", "-deps", "./cmd/"+cmd)
 	list.Dir, list.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	deps, err := list.Output()
 	if err != nil {
@@ -46,12 +59,12 @@ func BenchmarkWeight(b *testing.B) {
 	initBytes := int64(-1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ms, n := initTrace(b, bin)
+		ms, n := initTrace(b, bin, initArgs)
 		initMS = append(initMS, ms)
 		if initBytes < 0 || n < initBytes {
 			initBytes = n
 		}
-		rss = append(rss, idleServeRSS(b, bin))
+		rss = append(rss, idleServeRSS(b, bin, serveArgs))
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(fi.Size())/1e6, "binary-MB")
@@ -61,15 +74,15 @@ func BenchmarkWeight(b *testing.B) {
 	b.ReportMetric(median(rss)/(1<<10), "idle-RSS-MiB")
 }
 
-// initTrace sums the inittrace lines of one start of bin version:
+// initTrace sums the inittrace lines of one start of bin args:
 // "init PKG @T ms, MS ms clock, BYTES bytes, N allocs".
-func initTrace(b *testing.B, bin string) (ms float64, n int64) {
-	cmd := exec.Command(bin, "version")
+func initTrace(b *testing.B, bin string, args []string) (ms float64, n int64) {
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		b.Fatalf("version: %v\n%s", err, stderr.String())
+		b.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	sc := bufio.NewScanner(&stderr)
 	for sc.Scan() {
@@ -84,11 +97,12 @@ func initTrace(b *testing.B, bin string) (ms float64, n int64) {
 	return ms, n
 }
 
-// idleServeRSS starts serve with an empty store and no catalog and
+// idleServeRSS starts bin args with an empty store and no catalog and
 // returns its VmRSS in KiB once /readyz answers 200.
-func idleServeRSS(b *testing.B, bin string) float64 {
+func idleServeRSS(b *testing.B, bin string, args []string) float64 {
 	addr := freeport.Addr(b)
-	cmd := exec.Command(bin, "serve", "--addr", addr)
+	cmd := exec.Command(bin, append(slices.Clone(args), "--addr", addr)...)
+	cmd.Stdout = io.Discard
 	cmd.Env = append(os.Environ(), "CATALOGSYNC_STORE="+b.TempDir())
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
@@ -104,7 +118,7 @@ func idleServeRSS(b *testing.B, bin string) float64 {
 			}
 		}
 		if i == 600 {
-			b.Fatal("serve never answered /readyz")
+			b.Fatalf("%s never answered /readyz", bin)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

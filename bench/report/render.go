@@ -248,10 +248,14 @@ func (r *Report) RSSTable() string {
 }
 
 // ColdStartTable: process start to the first metas answer, by size,
-// against tiny's.
+// against tiny's: `serve`, then catalogsync-reader, on each store.
 func (r *Report) ColdStartTable() string {
-	return r.bySize(coldBench, metric{"cold start", "cold-start-ms"})
+	return r.bySize(coldBench, metric{"cold start", "cold-start-ms"}) + "\n" +
+		r.bySizeOn(readerStores, coldBench, metric{"cold start", "cold-start-ms"})
 }
+
+// readerStores are BenchmarkColdStart's catalogsync-reader runs.
+var readerStores = []struct{ key, name string }{{"fs-reader", "reader fs"}, {"s3-reader", "reader MinIO"}}
 
 // metric is a column of a table: its heading and the unit it shows.
 type metric struct{ what, unit string }
@@ -259,6 +263,11 @@ type metric struct{ what, unit string }
 // bySize has a row per catalog and, per store, each metric beside its
 // ratio to tiny's.
 func (r *Report) bySize(prefix string, ms ...metric) string {
+	return r.bySizeOn(stores, prefix, ms...)
+}
+
+// bySizeOn is bySize over the given stores.
+func (r *Report) bySizeOn(stores []struct{ key, name string }, prefix string, ms ...metric) string {
 	header := []string{"catalog", "size"}
 	for _, st := range stores {
 		for _, m := range ms {
