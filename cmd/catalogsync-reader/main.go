@@ -23,12 +23,10 @@ import (
 
 const name = "catalogsync-reader"
 
-// readerCmd is the whole command line: every setting is one serve takes
-// too, declared once in internal/cli.
+// readerCmd is the command line, declared in internal/cli (the settings
+// table documents it).
 type readerCmd struct {
-	cli.Storage `embed:"" group:"store"`
-	cli.Serving `embed:""`
-	cli.Logging `embed:""`
+	cli.Reader `embed:""`
 }
 
 var options = cli.Options{

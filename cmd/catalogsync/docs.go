@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/catalogsync/catalogsync/internal/cli"
 )
 
 // settingsDoc holds the configuration table between these markers; `go
@@ -82,6 +84,16 @@ func settingsTable() (string, error) {
 			cmds[f.Name] = append(cmds[f.Name], n.Name)
 		}
 	}
+	// catalogsync-reader's settings are serve's: noted, not repeated.
+	rk, _, err := cli.NewParser(&cli.Reader{}, io.Discard, io.Discard, docOptions)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range rk.Model.Flags {
+		if _, ok := cmds[f.Name]; ok {
+			cmds[f.Name] = append(cmds[f.Name], readerName)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("| flag | env | default | meaning |\n|---|---|---|---|\n")
 	for _, f := range order {
@@ -96,10 +108,16 @@ func settingsTable() (string, error) {
 	return b.String(), nil
 }
 
+// readerName is catalogsync-reader's name in the table's notes.
+const readerName = "catalogsync-reader"
+
 // commandsNote names the commands of a flag that not every syncing
-// command takes.
+// command takes, and catalogsync-reader when it takes the flag.
 func commandsNote(cmds []string) string {
 	if slices.Contains(cmds, "sync") && slices.Contains(cmds, "serve") && slices.Contains(cmds, "poll") {
+		if slices.Contains(cmds, readerName) {
+			return " (and " + readerName + ")"
+		}
 		return ""
 	}
 	return " (" + strings.Join(cmds, ", ") + ")"

@@ -118,3 +118,11 @@ func (s Serving) HTTP(open func(*http.Request) bool) (httpserver.Config, error) 
 	}
 	return c, nil
 }
+
+// Reader is catalogsync-reader's whole command line: every setting is one
+// serve takes too.
+type Reader struct {
+	Storage `embed:"" group:"store"`
+	Serving `embed:""`
+	Logging `embed:""`
+}
