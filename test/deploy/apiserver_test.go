@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,7 +111,7 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("dry-run rendered overlays", func(t *testing.T) {
-		for _, overlay := range overlays {
+		for _, overlay := range append(slices.Clone(overlays), readerDir) {
 			t.Run(overlay, func(t *testing.T) {
 				dryRun(t, "deploy/"+overlay, render(t, overlay))
 			})

@@ -39,7 +39,10 @@ var overlays = []string{"quickstart", plainDir, knativeDir, "tls-cert-manager", 
 
 // kustomizeDirs hold Kubernetes manifests (every document an object);
 // other folders under deploy/ may hold other YAML (deploy/local).
-var kustomizeDirs = append([]string{"crd", "base", "components"}, overlays...)
+var kustomizeDirs = append([]string{"crd", "base", "components", readerDir}, overlays...)
+
+// readerDir serves from zero with catalogsync-reader (reader_test.go).
+const readerDir = "reader"
 
 // repoRoot is the module root: go test runs in the package's folder.
 func repoRoot(t testing.TB) string {

@@ -58,6 +58,7 @@ type revisionSpec struct {
 type container struct {
 	Name            string           `json:"name,omitempty"`
 	Image           string           `json:"image"`
+	Command         []string         `json:"command,omitempty"`
 	Args            []string         `json:"args,omitempty"`
 	Ports           []containerPort  `json:"ports,omitempty"`
 	Env             []envVar         `json:"env,omitempty"`
