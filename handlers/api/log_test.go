@@ -1,12 +1,10 @@
 package api_test
 
 import (
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
@@ -19,22 +17,6 @@ import (
 	"github.com/catalogsync/catalogsync/test/logbuf"
 )
 
-// lockedBuffer is written by server goroutines and read by the test.
-type lockedBuffer struct{ logbuf.Buffer }
-
-func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.Take()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // TestLogRequests checks the request log's fields, installed on a chi
 // router with Use and wrapped around a handler from outside: both log the
 // route pattern, not the path.
@@ -43,7 +25,7 @@ func TestLogRequests(t *testing.T) {
 	set := engine.StaticCatalogs{{Name: tinyName, Image: catalogspec.ParseImage("registry.example.test/tiny/catalog:v1")}}
 	h := api.New(engine.New(nil, set, store), set, store)
 
-	var buf lockedBuffer
+	var buf logbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	inside := chi.NewRouter()
 	inside.Use(metrics.Observe(httpserver.RequestLog(log)))
@@ -70,7 +52,7 @@ func TestLogRequests(t *testing.T) {
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				lines := buf.lines(t)
+				lines := buf.TakeJSON(t)
 				if len(lines) != 1 {
 					t.Fatalf("%s: %d log lines: %v", c.path, len(lines), lines)
 				}

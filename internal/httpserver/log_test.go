@@ -1,7 +1,6 @@
 package httpserver_test
 
 import (
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,28 +15,12 @@ import (
 	"github.com/catalogsync/catalogsync/test/logbuf"
 )
 
-// lockedBuffer is written by server goroutines and read by the test.
-type lockedBuffer struct{ logbuf.Buffer }
-
-func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.Take()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // TestOneWrapFeedsMetricsAndLog: with the metrics and the request log on
 // one metrics.Observe, the handler gets its response writer wrapped once,
 // and both read the status and size from that one wrapper.
 func TestOneWrapFeedsMetricsAndLog(t *testing.T) {
 	m := metrics.New()
-	var buf lockedBuffer
+	var buf logbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	r := chi.NewRouter()
 	r.Use(metrics.Observe(m.ObserveHTTP, httpserver.RequestLog(log)))
@@ -64,7 +47,7 @@ func TestOneWrapFeedsMetricsAndLog(t *testing.T) {
 	if wraps != 1 {
 		t.Fatalf("the response was wrapped %d times, want once", wraps)
 	}
-	lines := buf.lines(t)
+	lines := buf.TakeJSON(t)
 	if len(lines) != 1 || lines[0]["status"] != float64(418) || lines[0]["bytes"] != float64(15) || lines[0]["route"] != "/probe/{x}" {
 		t.Fatalf("logged %v", lines)
 	}

@@ -4,7 +4,10 @@ package logbuf
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"sync"
+	"testing"
 )
 
 // Buffer is a bytes.Buffer safe for one writer and concurrent readers.
@@ -34,4 +37,19 @@ func (l *Buffer) Take() string {
 	s := l.b.String()
 	l.b.Reset()
 	return s
+}
+
+// TakeJSON is Take of a JSON log: one object per line, decoded; a line
+// that is no JSON object fails t.
+func (l *Buffer) TakeJSON(t testing.TB) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.Take()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
 }
