@@ -100,7 +100,7 @@ func (c *readerCmd) open(ctx context.Context, from cli.Origins) (storage.Store, 
 		return nil, "", err
 	}
 	if dir != "" {
-		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir()) {
+		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir()) { //nolint:gosec // G703: dir is the operator's setting
 			return nil, "", cli.UsageError{Msg: fmt.Sprintf("store %s is not a directory: --store names the directory catalogsync sync or serve writes", dir)}
 		}
 		s, err := storagefs.New(dir)

@@ -67,7 +67,7 @@ func (s source) labels() map[string]string {
 // the Go toolchain (VCS revision and time; on in a git checkout whatever
 // GOFLAGS says) and as main.version (for builds without the .git folder).
 func goBuild(ctx context.Context, s source, p platform.Platform, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	for _, c := range commands {

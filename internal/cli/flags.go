@@ -16,7 +16,7 @@ import (
 	"github.com/catalogsync/catalogsync/storage/s3"
 )
 
-// Logging: every command that logs.
+// Logging is the setting of every command that logs.
 type Logging struct {
 	LogLevel string `name:"log-level" group:"log" env:"CATALOGSYNC_LOG_LEVEL" default:"info" check:"loglevel" help:"debug, info, warn or error"`
 }
