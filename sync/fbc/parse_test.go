@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -209,21 +210,57 @@ func TestParseJSONBracketsInStrings(t *testing.T) {
 	}
 }
 
-// The parser drops buffers larger than 4 MiB when it goes back to the
-// pool, and keeps smaller ones warm. (Memory only: no output shows it.)
-func TestParserReleaseKeepsBuffersUpTo4MiB(t *testing.T) {
-	const keep = 4 << 20
-	backing := make([]byte, keep+1)
-	for _, size := range []int{keep, keep + 1} {
+// The parser drops buffers above keepBytes when a file is done, and
+// keeps smaller ones warm, node slices counted in bytes too. (Memory
+// only: no output shows it.)
+func TestParserReleaseKeepsBuffersUpToKeepBytes(t *testing.T) {
+	backing := make([]byte, keepBytes+1)
+	nodes := keepBytes / int(unsafe.Sizeof(node{})) // the most nodes within keepBytes
+	for _, over := range []int{0, 1} {
 		p := new(parser)
-		p.w.buf = backing[:0:size]
-		p.a.strs = backing[:0:size]
-		p.out = backing[:0:size]
-		p.a.tmp = backing[:0:size]
+		p.w.buf = backing[: 0 : keepBytes+over]
+		p.a.strs = backing[: 0 : keepBytes+over]
+		p.out = backing[: 0 : keepBytes+over]
+		p.a.tmp = backing[: 0 : keepBytes+over]
+		p.a.nodes = make([]node, 0, nodes+over)
+		p.a.stack = make([]node, 0, nodes+over)
 		p.release()
-		for name, b := range map[string][]byte{"window": p.w.buf, "strings": p.a.strs, "output": p.out, "scratch": p.a.tmp} {
-			if kept := b != nil; kept != (size == keep) {
-				t.Errorf("cap %d: %s buffer kept %v", size, name, kept)
+		for name, kept := range map[string]bool{"window": p.w.buf != nil, "strings": p.a.strs != nil,
+			"output": p.out != nil, "scratch": p.a.tmp != nil, "nodes": p.a.nodes != nil, "stack": p.a.stack != nil} {
+			if want := over == 0; kept != want {
+				t.Errorf("%d over: %s buffer kept %v", over, name, kept)
+			}
+		}
+	}
+}
+
+// A Parser reused across files gives each file's objects as Parse does,
+// also after a document far above what it keeps, and afterwards holds no
+// buffer above keepBytes.
+func TestParserReusedAcrossFilesMatchesParse(t *testing.T) {
+	big := "schema: olm.bundle\nname: big\npackage: p\ndescription: |\n" + strings.Repeat("  "+strings.Repeat("x", 99)+"\n", 3*keepBytes/100)
+	files := []string{"schema: olm.package\nname: p\n", big, `{"schema":"olm.channel","name":"c","package":"p"}`, "schema: olm.package\nname: q\n"}
+	x := NewParser()
+	for i, f := range files {
+		want, _, err := blobsOf(t, strings.NewReader(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		parse := func(o Object) error { got.Write(o.Blob); return nil }
+		if i%2 == 0 {
+			err = x.Parse(strings.NewReader(f), parse)
+		} else {
+			err = x.ParseBytes([]byte(f), parse, BorrowBlobs())
+		}
+		if err != nil || got.String() != want {
+			t.Fatalf("file %d: %v:\n got %.200q\nwant %.200q", i, err, got.String(), want)
+		}
+		p := &x.p
+		for name, c := range map[string]int{"window": cap(p.w.buf), "strings": cap(p.a.strs), "output": cap(p.out),
+			"nodes": cap(p.a.nodes) * int(unsafe.Sizeof(node{}))} {
+			if c > keepBytes {
+				t.Errorf("file %d: kept a %s buffer of %d bytes", i, name, c)
 			}
 		}
 	}
