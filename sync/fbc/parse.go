@@ -24,15 +24,17 @@ import (
 func Parse(r io.Reader, fn func(Object) error, opts ...ParseOption) error {
 	p := parsers.Get().(*Parser)
 	err := p.Parse(r, fn, opts...)
+	p.Trim()
 	parsers.Put(p)
 	return err
 }
 
 // Parser parses one file at a time, keeping its buffers for the next file
-// up to keepBytes each. Parse and ParseBytes take one from a pool the GC
-// empties every other cycle; a caller parsing many files (a sync) keeps
-// its own instead, so buffers are not grown again after each collection.
-// Not safe for concurrent use.
+// up to maxKeepBytes each; Trim drops those above keepBytes. Parse and
+// ParseBytes take one from a pool the GC empties every other cycle and
+// trim it; a caller parsing many files (a sync) keeps its own instead,
+// so buffers are not grown again after each collection, and decides
+// which may keep large ones. Not safe for concurrent use.
 type Parser struct{ p parser }
 
 // NewParser returns a Parser with no buffers yet.
@@ -64,13 +66,24 @@ func (x *Parser) ParseBytes(b []byte, fn func(Object) error, opts ...ParseOption
 // what the parser should not keep.
 func (x *Parser) with(fn func(Object) error, opts []ParseOption, run func(*parser) error) error {
 	p := &x.p
-	p.fn, p.borrow = fn, false
+	p.fn, p.borrow, p.large = fn, false, nil
 	for _, o := range opts {
 		o(p)
 	}
 	err := run(p)
-	p.release()
+	p.release(maxKeepBytes)
 	return err
+}
+
+// Trim drops the buffers above keepBytes.
+func (x *Parser) Trim() { x.p.release(keepBytes) }
+
+// Large reports whether x holds a buffer above keepBytes, grown for a
+// large document.
+func (x *Parser) Large() bool {
+	p := &x.p
+	return !fits(p.w.buf, keepBytes) || !fits(p.a.strs, keepBytes) || !fits(p.out, keepBytes) ||
+		!fits(p.a.tmp, keepBytes) || !fits(p.a.nodes, keepBytes) || !fits(p.a.stack, keepBytes)
 }
 
 // ParseBytes is Parse(bytes.NewReader(b), fn, opts...) without copying b
@@ -80,6 +93,7 @@ func (x *Parser) with(fn func(Object) error, opts []ParseOption, run func(*parse
 func ParseBytes(b []byte, fn func(Object) error, opts ...ParseOption) error {
 	p := parsers.Get().(*Parser)
 	err := p.ParseBytes(b, fn, opts...)
+	p.Trim()
 	parsers.Put(p)
 	return err
 }
@@ -94,38 +108,76 @@ func BorrowBlobs() ParseOption {
 	return func(p *parser) { p.borrow = true }
 }
 
+// OneLargeAtATime makes a document above keepBytes hold mu from its
+// decoding until fn returns: parsers that share mu build one such
+// document at a time. Each needs buffers a few times its size (its
+// strings, nodes and output: 5 MB for a 1.2 MB document), and two at
+// once were the highest live heap of a sync.
+func OneLargeAtATime(mu *sync.Mutex) ParseOption {
+	return func(p *parser) { p.large = mu }
+}
+
+// startDocument prepares for a document of n bytes: a large one takes
+// p.large and gets its strings and output sized once, rather than grown
+// in many steps. It returns what ends the document.
+func (p *parser) startDocument(n int) (end func()) {
+	if n <= keepBytes {
+		return func() {}
+	}
+	if cap(p.a.strs) < n {
+		p.a.strs = make([]byte, 0, n)
+	}
+	if cap(p.out) < n+n/8 {
+		p.out = make([]byte, 0, n+n/8)
+	}
+	if p.large == nil {
+		return func() {}
+	}
+	p.large.Lock()
+	return p.large.Unlock
+}
+
 // parsers keeps buffers warm across the files of Parse and ParseBytes.
 var parsers = sync.Pool{New: func() any { return NewParser() }}
 
-// keepBytes bounds each buffer a parser keeps between files. Documents of
-// public catalogs are mostly under 50 KB; the few above it (32 of the
-// 13,696 objects of a 222 MB catalog, up to 1.2 MB) grow their buffers
-// again when they come. Kept at up to 4 MiB, the two parsers of a sync
-// held 10 MB of its heap between such files.
+// keepBytes bounds each buffer a trimmed parser keeps between files.
+// Documents of public catalogs are mostly under 50 KB; the few above it
+// (32 of the 13,696 objects of a 222 MB catalog, up to 1.2 MB) grow the
+// buffers again when they come. Kept at up to 4 MiB, the two parsers of
+// a sync held 10 MB of its heap between such files.
 const keepBytes = 256 << 10
 
-// release drops references to the caller's data and buffers above
-// keepBytes.
-func (p *parser) release() {
+// maxKeepBytes bounds each buffer any parser keeps: a document of tens
+// of MB must not stay in memory after its file.
+const maxKeepBytes = 4 << 20
+
+// release drops references to the caller's data and buffers above limit
+// bytes.
+func (p *parser) release(limit int) {
 	p.fn = nil
 	p.w.r = nil
-	p.w.buf = bounded(p.w.buf)
-	p.a.strs = bounded(p.a.strs)
-	p.out = bounded(p.out)
-	p.a.tmp = bounded(p.a.tmp)
+	p.w.buf = bounded(p.w.buf, limit)
+	p.a.strs = bounded(p.a.strs, limit)
+	p.out = bounded(p.out, limit)
+	p.a.tmp = bounded(p.a.tmp, limit)
 	p.a.reset()
-	p.a.nodes = bounded(p.a.nodes)
-	p.a.stack = bounded(p.a.stack)
+	p.a.nodes = bounded(p.a.nodes, limit)
+	p.a.stack = bounded(p.a.stack, limit)
 	clear(p.a.nodes[:cap(p.a.nodes)])
 	clear(p.a.stack[:cap(p.a.stack)])
 }
 
-// bounded returns b, or nil when its backing array is above keepBytes.
-func bounded[T any](b []T) []T {
-	if uintptr(cap(b))*unsafe.Sizeof(*new(T)) > keepBytes {
+// bounded returns b, or nil when its backing array is above limit bytes.
+func bounded[T any](b []T, limit int) []T {
+	if !fits(b, limit) {
 		return nil
 	}
 	return b
+}
+
+// fits reports whether b's backing array is at most limit bytes.
+func fits[T any](b []T, limit int) bool {
+	return uintptr(cap(b))*unsafe.Sizeof(*new(T)) <= uintptr(limit)
 }
 
 type parser struct {
@@ -136,7 +188,8 @@ type parser struct {
 	fn     func(Object) error
 	docs   int // documents decoded so far
 	noFast bool
-	borrow bool // BorrowBlobs
+	borrow bool        // BorrowBlobs
+	large  *sync.Mutex // OneLargeAtATime
 	// ambiguous counts objects whose reference output depends on Go map
 	// order (see arena.ambiguous); only the differential tests read it.
 	ambiguous int
@@ -242,6 +295,7 @@ func (p *parser) decodeJSON(start, line int) (end int, derr, err error) {
 		if w.err != nil {
 			return end, nil, w.err
 		}
+		defer p.startDocument(end - start)()
 		p.a.reset()
 		jp := jsonParser{a: &p.a, src: w.bytes(start, end)}
 		root, err := jp.value()
@@ -364,37 +418,40 @@ func (p *parser) runYAML(start, line int, jsonErr error) error {
 			}
 			return p.invalid(0, orJSON(jsonErr, err))
 		}
-		p.a.reset()
-		root, err := p.decodeYAML(doc)
-		if err == nil {
-			switch root.kind {
-			case kObj:
-			case kNull:
-				err = errNoSchema
-			default:
-				err = fmt.Errorf("cannot unmarshal %s into an object", root.kind)
-			}
-		}
-		var schema, pkg, name string
-		if err == nil {
-			schema, pkg, name, err = p.a.meta(root)
-		}
-		if err == errNoSchema {
-			// An empty document: catalogd stores nothing for it, and
-			// validation refuses it.
-			p.docs++
-			if err := p.fn(Object{}); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return p.invalid(line, orJSON(jsonErr, err))
-		}
-		if err := p.emit(line, root, schema, pkg, name); err != nil {
+		if err := p.yamlDocument(doc, line, jsonErr); err != nil {
 			return err
 		}
 	}
+}
+
+// yamlDocument decodes and emits one YAML document starting on line.
+func (p *parser) yamlDocument(doc []byte, line int, jsonErr error) error {
+	defer p.startDocument(len(doc))()
+	p.a.reset()
+	root, err := p.decodeYAML(doc)
+	if err == nil {
+		switch root.kind {
+		case kObj:
+		case kNull:
+			err = errNoSchema
+		default:
+			err = fmt.Errorf("cannot unmarshal %s into an object", root.kind)
+		}
+	}
+	var schema, pkg, name string
+	if err == nil {
+		schema, pkg, name, err = p.a.meta(root)
+	}
+	if err == errNoSchema {
+		// An empty document: catalogd stores nothing for it, and
+		// validation refuses it.
+		p.docs++
+		return p.fn(Object{})
+	}
+	if err != nil {
+		return p.invalid(line, orJSON(jsonErr, err))
+	}
+	return p.emit(line, root, schema, pkg, name)
 }
 
 var errNoSchema = errors.New("missing root schema field")

@@ -3,7 +3,9 @@ package fbc
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 )
@@ -224,7 +226,7 @@ func TestParserReleaseKeepsBuffersUpToKeepBytes(t *testing.T) {
 		p.a.tmp = backing[: 0 : keepBytes+over]
 		p.a.nodes = make([]node, 0, nodes+over)
 		p.a.stack = make([]node, 0, nodes+over)
-		p.release()
+		p.release(keepBytes)
 		for name, kept := range map[string]bool{"window": p.w.buf != nil, "strings": p.a.strs != nil,
 			"output": p.out != nil, "scratch": p.a.tmp != nil, "nodes": p.a.nodes != nil, "stack": p.a.stack != nil} {
 			if want := over == 0; kept != want {
@@ -235,8 +237,8 @@ func TestParserReleaseKeepsBuffersUpToKeepBytes(t *testing.T) {
 }
 
 // A Parser reused across files gives each file's objects as Parse does,
-// also after a document far above what it keeps, and afterwards holds no
-// buffer above keepBytes.
+// also after a document far above keepBytes; it keeps the buffers grown
+// for that document (Large) until Trim drops them.
 func TestParserReusedAcrossFilesMatchesParse(t *testing.T) {
 	big := "schema: olm.bundle\nname: big\npackage: p\ndescription: |\n" + strings.Repeat("  "+strings.Repeat("x", 99)+"\n", 3*keepBytes/100)
 	files := []string{"schema: olm.package\nname: p\n", big, `{"schema":"olm.channel","name":"c","package":"p"}`, "schema: olm.package\nname: q\n"}
@@ -256,13 +258,20 @@ func TestParserReusedAcrossFilesMatchesParse(t *testing.T) {
 		if err != nil || got.String() != want {
 			t.Fatalf("file %d: %v:\n got %.200q\nwant %.200q", i, err, got.String(), want)
 		}
-		p := &x.p
-		for name, c := range map[string]int{"window": cap(p.w.buf), "strings": cap(p.a.strs), "output": cap(p.out),
-			"nodes": cap(p.a.nodes) * int(unsafe.Sizeof(node{}))} {
-			if c > keepBytes {
-				t.Errorf("file %d: kept a %s buffer of %d bytes", i, name, c)
-			}
+		if large := x.Large(); large != (i >= 1) {
+			t.Fatalf("file %d: Large() = %v", i, large)
 		}
+	}
+	x.Trim()
+	p := &x.p
+	for name, c := range map[string]int{"window": cap(p.w.buf), "strings": cap(p.a.strs), "output": cap(p.out),
+		"nodes": cap(p.a.nodes) * int(unsafe.Sizeof(node{}))} {
+		if c > keepBytes {
+			t.Errorf("trimmed, kept a %s buffer of %d bytes", name, c)
+		}
+	}
+	if x.Large() {
+		t.Error("Large() after Trim")
 	}
 }
 
@@ -492,5 +501,31 @@ func TestParseDataWithReadError(t *testing.T) {
 	_, n, err := blobsOf(t, &scriptReader{chunks: []string{first, "schema: b\n---\nschema: c\n"}, err: boom, errWithData: true})
 	if !errors.Is(err, boom) || n != 2 {
 		t.Fatalf("%d objects, %v; want 2 and %v", n, err, boom)
+	}
+}
+
+// With OneLargeAtATime, a document above keepBytes, as YAML or JSON, is
+// decoded and handed out holding the mutex; smaller ones do not take it.
+func TestOneLargeAtATimeHoldsTheMutexForLargeDocuments(t *testing.T) {
+	pad := strings.Repeat("x", keepBytes)
+	in := "schema: a\n---\nschema: b\npad: " + pad + "\n---\nschema: c\n"
+	json := `{"schema":"a"} {"schema":"b","pad":"` + pad + `"} {"schema":"c"}`
+	for _, f := range []string{in, json} {
+		var mu sync.Mutex
+		var held []bool
+		err := Parse(strings.NewReader(f), func(o Object) error {
+			free := mu.TryLock()
+			if free {
+				mu.Unlock()
+			}
+			held = append(held, !free)
+			return nil
+		}, OneLargeAtATime(&mu))
+		if err != nil || !slices.Equal(held, []bool{false, true, false}) {
+			t.Fatalf("%.20q: held %v, %v; want only the large document's", f, held, err)
+		}
+		if !mu.TryLock() {
+			t.Fatal("mutex still held after Parse")
+		}
 	}
 }
