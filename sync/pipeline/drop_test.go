@@ -31,8 +31,8 @@ func TestWrittenFileKeepsOnlyItsRecord(t *testing.T) {
 	defer sp.remove()
 	pp := newParsePool(sp, dir, 4<<20, 1<<20, 1)
 	body := []byte(dropFBC)
-	fr := pp.parseOrReuse(ctx, sha256.Sum256(body), 1, func(fn func(fbc.Object) error) error {
-		return fbc.ParseBytes(body, fn, fbc.BorrowBlobs())
+	fr := pp.parseOrReuse(ctx, sha256.Sum256(body), 1, false, func(x *fbc.Parser, fn func(fbc.Object) error) error {
+		return x.ParseBytes(body, fn, fbc.BorrowBlobs())
 	})
 	if fr.err != nil || len(fr.objs) != 4 {
 		t.Fatalf("parse: %d objects, %v", len(fr.objs), fr.err)

@@ -22,8 +22,8 @@ func (pp *parsePool) addLarge(ctx context.Context, path string, size int64, r io
 		return err
 	}
 	return pp.parseOn(ctx, path, seq, func() [32]byte { return sum },
-		func(fn func(fbc.Object) error) error {
-			return fbc.Parse(io.NewSectionReader(f, 0, size), fn, fbc.BorrowBlobs())
+		true, func(x *fbc.Parser, fn func(fbc.Object) error) error {
+			return x.Parse(io.NewSectionReader(f, 0, size), fn, fbc.BorrowBlobs(), fbc.OneLargeAtATime(&pp.large))
 		},
 		func() { pp.scratch.put(f) }, func() {})
 }

@@ -251,7 +251,16 @@ func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) (
 	return &factsAt{sp: cw.summary, off: off, n: len(cw.rec)}, nil
 }
 
+// keepLine bounds the line buffer kept for the next line: a line above it
+// (a few per catalog, up to about 1 MB) gets one of its own, rather than
+// the whole sync holding the largest line's size.
+const keepLine = 256 << 10
+
+// line returns a buffer for a line of n bytes, valid until the next call.
 func (cw *contentWrite) line(n int) []byte {
+	if n > keepLine {
+		return make([]byte, n)
+	}
 	if cap(cw.buf) < n {
 		cw.buf = make([]byte, n)
 	}
