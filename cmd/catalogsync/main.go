@@ -34,11 +34,11 @@ import (
 )
 
 const (
-	// defaultSyncMemoryLimit sits above a sync's live heap, about 20 MB at
-	// its peak whatever the catalog's size (two large objects in parse),
-	// and where a lower limit starts to cost CPU: 32 MiB took 6% more at
-	// 222 MB, 36 MiB 2%.
-	defaultSyncMemoryLimit = 36 << 20
+	// defaultSyncMemoryLimit sits above a sync's live heap, 14-16 MB at
+	// its peak for 222 MB (the whole catalog's validation facts), where
+	// the GC runs no more often than at the 36 MiB limit before the parse
+	// buffers were bounded: 23 GCs against 30; 26 MiB took 38.
+	defaultSyncMemoryLimit = 28 << 20
 )
 
 func main() {
