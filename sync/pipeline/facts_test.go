@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/catalogsync/catalogsync/sync/fbc"
 )
@@ -141,4 +142,33 @@ func TestFactsFirstFileOneObject(t *testing.T) {
 	if !reflect.DeepEqual(got, &f) {
 		t.Fatalf("round trip\n got %+v\nwant %+v", got, &f)
 	}
+}
+
+// Equal strings of one record decode to one copy: the package name of
+// every object, a bundle's name in the entries that list or replace it.
+func TestFactsDecodeEqualStringsOnce(t *testing.T) {
+	ch := &fbc.Ref{Entries: []fbc.ChannelEntry{{Name: "p.v2", Replaces: "p.v1"}, {Name: "p.v1"}}}
+	b := &fbc.Ref{Image: "img", Packages: []fbc.PackageProperty{{PackageName: "p", Version: "1.0.0"}}}
+	f := &fileFacts{Off: 0, Len: 3, Objects: []objFact{
+		{Schema: fbc.SchemaChannel, Package: "p", Name: "stable", N: 1, Ref: ch},
+		{Schema: fbc.SchemaBundle, Package: "p", Name: "p.v1", N: 1, Ref: b},
+		{Schema: fbc.SchemaBundle, Package: "p", Name: "p.v2", N: 1, Ref: b},
+	}}
+	rec := appendFacts(nil, f)
+	_, k := binary.Uvarint(rec)
+	got, err := decodeFacts(rec[k:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := got.Objects
+	same := func(what, a, b string) {
+		if a != b || unsafe.StringData(a) != unsafe.StringData(b) { //nolint:gosec // G103: only compares where two strings' bytes live
+			t.Errorf("%s: %q and %q are two copies", what, a, b)
+		}
+	}
+	same("package", o[0].Package, o[2].Package)
+	same("package property", o[1].Package, o[1].Ref.Packages[0].PackageName)
+	same("schema", o[1].Schema, o[2].Schema)
+	same("entry and bundle", o[0].Ref.Entries[1].Name, o[1].Name)
+	same("replaces and bundle", o[0].Ref.Entries[0].Replaces, o[1].Name)
 }
