@@ -49,12 +49,12 @@ func (s *Store) putStream(ctx context.Context, full string, r io.Reader, h stora
 	defer f.Close()
 	cr := &countingReader{ctx: ctx, r: r}
 	buf := make([]byte, 256<<10)
-	n, err := fillSlot(f, 0, cr, s.partSize, buf)
+	n, sum, err := s.fillSlot(f, 0, cr, s.partSize, buf)
 	if err != nil {
 		return "", 0, err
 	}
 	if n < s.partSize {
-		tag, err := s.putObject(ctx, full, io.NewSectionReader(f, 0, n), n, h)
+		tag, err := s.putScratch(ctx, full, io.NewSectionReader(f, 0, n), sum, h)
 		return tag, n, err
 	}
 	created, err := s.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
@@ -65,12 +65,26 @@ func (s *Store) putStream(ctx context.Context, full string, r io.Reader, h stora
 		return "", 0, err
 	}
 	u := &upload{s: s, key: full, id: created.UploadId, f: f}
-	tag, err := u.run(ctx, cr, buf)
+	tag, err := u.run(ctx, cr, buf, sum)
 	if err != nil {
 		u.abort(ctx, err)
 		return "", 0, err
 	}
 	return tag, cr.n, nil
+}
+
+// putScratch is putObject of a body in the scratch file whose checksums
+// were taken as it was written there.
+func (s *Store) putScratch(ctx context.Context, full string, body *io.SectionReader, sum partSum, h storage.Headers) (string, error) {
+	out, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(full),
+		Body: body, ContentLength: aws.Int64(body.Size()), ChecksumAlgorithm: crc32, ChecksumCRC32: aws.String(sum.crc32),
+		ContentType: optional(h.ContentType), ContentEncoding: optional(h.ContentEncoding),
+	}, sum.options()...)
+	if err != nil {
+		return "", err
+	}
+	return etag(out.ETag), nil
 }
 
 func (s *Store) putObject(ctx context.Context, full string, body io.ReadSeeker, n int64, h storage.Headers) (string, error) {
@@ -99,12 +113,6 @@ func (s *Store) scratch() (*os.File, error) {
 	return f, nil
 }
 
-// fillSlot copies up to n bytes of r into f at off and returns how many;
-// fewer than n means r has ended.
-func fillSlot(f *os.File, off int64, r io.Reader, n int64, buf []byte) (int64, error) {
-	return io.CopyBuffer(io.NewOffsetWriter(f, off), io.LimitReader(r, n), buf)
-}
-
 // upload is one multipart upload under way. Its parts take turns in
 // Concurrency+1 slots of PartSize bytes in f: one being filled from the
 // stream while up to Concurrency are sent (a send waits for a turn).
@@ -119,9 +127,9 @@ type upload struct {
 	err   error
 }
 
-// run sends the part already in slot 0 and the rest of r, then completes
-// the upload.
-func (u *upload) run(ctx context.Context, r io.Reader, buf []byte) (string, error) {
+// run sends the part already in slot 0 (its checksums sum) and the rest
+// of r, then completes the upload.
+func (u *upload) run(ctx context.Context, r io.Reader, buf []byte, sum partSum) (string, error) {
 	slots := make(chan int64, u.s.concurrency+1)
 	for i := 1; i <= u.s.concurrency; i++ {
 		slots <- int64(i) * u.s.partSize
@@ -135,13 +143,13 @@ func (u *upload) run(ctx context.Context, r io.Reader, buf []byte) (string, erro
 			break
 		}
 		sends <- struct{}{}
-		u.start(ctx, &wg, sends, slots, num, off, n)
+		u.start(ctx, &wg, sends, slots, num, off, n, sum)
 		if n < u.s.partSize {
 			break
 		}
 		off = <-slots
 		var err error
-		if n, err = fillSlot(u.f, off, r, u.s.partSize, buf); err != nil {
+		if n, sum, err = u.s.fillSlot(u.f, off, r, u.s.partSize, buf); err != nil {
 			u.fail(err)
 		}
 	}
@@ -154,14 +162,14 @@ func (u *upload) run(ctx context.Context, r io.Reader, buf []byte) (string, erro
 
 // start sends part num from its slot, then gives back its turn and frees
 // the slot.
-func (u *upload) start(ctx context.Context, wg *sync.WaitGroup, sends <-chan struct{}, slots chan<- int64, num int32, off, n int64) {
+func (u *upload) start(ctx context.Context, wg *sync.WaitGroup, sends <-chan struct{}, slots chan<- int64, num int32, off, n int64, sum partSum) {
 	wg.Go(func() {
 		defer func() { <-sends; slots <- off }()
 		out, err := u.s.client.UploadPart(ctx, &awss3.UploadPartInput{
 			Bucket: aws.String(u.s.bucket), Key: aws.String(u.key), UploadId: u.id,
-			PartNumber: aws.Int32(num), ChecksumAlgorithm: crc32,
+			PartNumber: aws.Int32(num), ChecksumAlgorithm: crc32, ChecksumCRC32: aws.String(sum.crc32),
 			Body: io.NewSectionReader(u.f, off, n), ContentLength: aws.Int64(n),
-		})
+		}, sum.options()...)
 		if err != nil {
 			u.fail(err)
 			return

@@ -142,6 +142,9 @@ type Store struct {
 	tempDir     string
 	maxParts    int32 // S3's maxParts; lower in tests
 	maxCopy     int64 // the largest object CopyObject takes; lower in tests
+	// signPayload: requests go over plain HTTP, where SigV4 signs each
+	// body's SHA-256 (over HTTPS the SDK sends it unsigned).
+	signPayload bool
 }
 
 var (
@@ -215,7 +218,8 @@ func open(ctx context.Context, cfg Config) (*Store, error) {
 		o.UsePathStyle = cfg.PathStyle
 	})
 	return &Store{client: client, bucket: cfg.Bucket, prefix: prefix,
-		partSize: cfg.PartSize, concurrency: cfg.Concurrency, tempDir: cfg.TempDir, maxParts: maxParts, maxCopy: maxCopy}, nil
+		partSize: cfg.PartSize, concurrency: cfg.Concurrency, tempDir: cfg.TempDir, maxParts: maxParts, maxCopy: maxCopy,
+		signPayload: strings.HasPrefix(strings.ToLower(cfg.Endpoint), "http:")}, nil
 }
 
 // check probes what New promises: list, create-only write (twice: the
