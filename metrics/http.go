@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 )
 
 // RouteUnmatched is the route label of requests no route matched (404s
@@ -51,9 +50,9 @@ func Observe(fns ...func(Request)) func(http.Handler) http.Handler {
 				rctx = chi.NewRouteContext()
 				r = r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx))
 			}
-			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			ww := &recorder{ResponseWriter: w}
 			next.ServeHTTP(ww, r)
-			q := Request{Request: r, Route: rctx.RoutePattern(), Status: ww.Status(), Bytes: ww.BytesWritten(), Duration: time.Since(start)}
+			q := Request{Request: r, Route: rctx.RoutePattern(), Status: ww.status, Bytes: ww.bytes, Duration: time.Since(start)}
 			if q.Status == 0 {
 				q.Status = http.StatusOK // nothing written: net/http sends 200
 			}
