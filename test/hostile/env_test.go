@@ -438,8 +438,9 @@ func (e *env) contained(t *testing.T, targets ...string) {
 
 // storeKey is what the store may hold: its lock and catalogs/<name>/...
 // with plain names (no hostile entry name can become a key).
-// (leases/<job>: the cluster-wide turns of GC and polls.)
-var storeKey = regexp.MustCompile(`^(\.|\.putif\.lock|leases|leases/[a-z0-9-]+|catalogs|catalogs/` + catalogName + `(/[A-Za-z0-9._:-]+)*)$`)
+// (leases/<job>: the cluster-wide turns of GC and polls; health/: the
+// object the running service writes and deletes to probe the store.)
+var storeKey = regexp.MustCompile(`^(\.|\.putif\.lock|leases|leases/[a-z0-9-]+|health|health/[A-Za-z0-9._-]+|catalogs|catalogs/` + catalogName + `(/[A-Za-z0-9._:-]+)*)$`)
 
 func names(ents []os.DirEntry) []string {
 	var s []string
