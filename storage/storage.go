@@ -161,3 +161,10 @@ func ValidKey(key string) bool {
 	}
 	return true
 }
+
+// Close releases a store's handles, for backends that hold any.
+func Close(s Store) {
+	if c, ok := s.(io.Closer); ok {
+		c.Close()
+	}
+}

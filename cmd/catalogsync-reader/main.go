@@ -11,8 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -53,17 +51,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = c.run(ctx, from, stderr)
 	}
-	var exit cli.Exit
-	var usage cli.UsageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &exit):
-		return int(exit)
-	case errors.As(err, &usage):
-		fmt.Fprintln(stderr, name+":", err)
-		return 2
-	}
-	fmt.Fprintln(stderr, name+":", err)
-	return 1
+	return cli.ExitCode(stderr, name, err)
 }

@@ -22,8 +22,6 @@ import (
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
 	"github.com/catalogsync/catalogsync/storage/catalog"
-	storagefs "github.com/catalogsync/catalogsync/storage/fs"
-	"github.com/catalogsync/catalogsync/storage/s3"
 )
 
 // run opens the store, builds the handlers and serves until ctx ends,
@@ -42,7 +40,7 @@ func (c *readerCmd) run(ctx context.Context, from cli.Origins, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	defer closeStore(store)
+	defer storage.Close(store)
 	m := metrics.New()
 	r := c.router(hc, m, m.Store(store), log)
 	ln, err := net.Listen("tcp", c.Addr)
@@ -92,7 +90,7 @@ func openWithoutCert(r *http.Request) bool {
 	return strings.HasPrefix(p, "/catalogs/") || p == "/healthz" || p == "/readyz"
 }
 
-// open opens the bucket, or the directory, which must exist: a reader
+// open opens the store read-only. A directory must exist: a reader
 // pointed at a wrong path would otherwise answer 404 for every catalog.
 func (c *readerCmd) open(ctx context.Context, from cli.Origins) (storage.Store, string, error) {
 	dir, err := c.LocalDir(from)
@@ -103,26 +101,6 @@ func (c *readerCmd) open(ctx context.Context, from cli.Origins) (storage.Store, 
 		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir()) { //nolint:gosec // G703: dir is the operator's setting
 			return nil, "", cli.UsageError{Msg: fmt.Sprintf("store %s is not a directory: --store names the directory catalogsync sync or serve writes", dir)}
 		}
-		s, err := storagefs.New(dir)
-		if err != nil {
-			return nil, "", fmt.Errorf("open store %s: %w", dir, err)
-		}
-		return s, dir, nil
 	}
-	cfg := c.S3.Config()
-	s, err := s3.NewReadOnly(ctx, cfg)
-	if err != nil {
-		if errors.Is(err, s3.ErrConfig) {
-			return nil, "", cli.UsageError{Msg: err.Error()}
-		}
-		return nil, "", fmt.Errorf("open store %s: %w", cfg.Location(), err)
-	}
-	return s, cfg.Location(), nil
-}
-
-// closeStore releases a store's handles, for backends that hold any.
-func closeStore(s storage.Store) {
-	if c, ok := s.(io.Closer); ok {
-		c.Close()
-	}
+	return c.OpenReadOnly(ctx, from)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/catalogsync/catalogsync/internal/httpserver"
 	"github.com/catalogsync/catalogsync/metrics"
 	"github.com/catalogsync/catalogsync/storage"
-	"github.com/catalogsync/catalogsync/storage/s3"
 	"github.com/catalogsync/catalogsync/sync/follow"
 	"github.com/catalogsync/catalogsync/sync/status"
 )
@@ -52,11 +51,11 @@ func (c *agentCmd) run(ctx context.Context, from origins, stderr io.Writer) erro
 	}
 	token := envValue(envNotifyToken)
 	log := c.Logger(stderr)
-	store, where, err := c.openReadOnly(ctx, from)
+	store, where, err := c.OpenReadOnly(ctx, from)
 	if err != nil {
 		return err
 	}
-	defer closeStore(store)
+	defer storage.Close(store)
 	if _, err := store.Stat(ctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return fmt.Errorf("store %s is not readable: %w", where, err)
 	}
@@ -78,26 +77,6 @@ func (c *agentCmd) run(ctx context.Context, from origins, stderr io.Writer) erro
 		return err
 	}
 	return c.serve(ctx, log, where, h, src, w, f)
-}
-
-// openReadOnly opens the store without checking that it may be written.
-func (c *agentCmd) openReadOnly(ctx context.Context, from origins) (storage.Store, string, error) {
-	dir, err := c.LocalDir(from)
-	if err != nil {
-		return nil, "", err
-	}
-	if dir != "" {
-		return openStore(dir)
-	}
-	cfg := c.S3.Config()
-	s, err := s3.NewReadOnly(ctx, cfg)
-	if err != nil {
-		if errors.Is(err, s3.ErrConfig) {
-			return nil, "", usageError{Msg: err.Error()}
-		}
-		return nil, "", fmt.Errorf("open store %s: %w", cfg.Location(), err)
-	}
-	return s, cfg.Location(), nil
 }
 
 // handler is the agent's HTTP side: probes, metrics and, with a token or

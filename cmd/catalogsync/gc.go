@@ -114,7 +114,7 @@ func (c *gcCmd) run(ctx context.Context, from origins, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	defer closeStore(store)
+	defer storage.Close(store)
 
 	rep, gcErr := catalog.GC(ctx, store, opts)
 	if c.JSON {

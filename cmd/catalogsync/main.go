@@ -54,21 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// several goroutines; a caller's writer (a test's buffer) may not be
 	// safe for that.
 	stderr = &lockedWriter{w: stderr}
-	err := execute(ctx, args, stdout, stderr)
-	var ue usageError
-	var exit errExit
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &exit):
-		return int(exit)
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "catalogsync:", err)
-		return 2
-	default:
-		fmt.Fprintln(stderr, "catalogsync:", err)
-		return 1
-	}
+	return cli.ExitCode(stderr, "catalogsync", execute(ctx, args, stdout, stderr))
 }
 
 // execute parses args (every setting checked, see settings.go) and runs
@@ -207,13 +193,6 @@ func openStore(dir string) (storage.Store, string, error) {
 	return s, dir, nil
 }
 
-// closeStore releases a store's handles, for backends that hold any.
-func closeStore(s storage.Store) {
-	if c, ok := s.(io.Closer); ok {
-		c.Close()
-	}
-}
-
 // syncCmd syncs one catalog and exits.
 type syncCmd struct {
 	commonFlags     `embed:""`
@@ -239,7 +218,7 @@ func (c *syncCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	defer closeStore(store)
+	defer storage.Close(store)
 
 	// The progress observer reports every phase; the pipeline's own log
 	// would say the same again, so it only speaks up for warnings.
@@ -386,7 +365,7 @@ func (c *pollCmd) run(ctx context.Context, from origins, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	defer closeStore(store)
+	defer storage.Close(store)
 	c.sigs = cfg.signatures()
 	if c.creds, err = startPullSecret(ctx, c.PullSecret, c.Kubeconfig, log); err != nil {
 		return err

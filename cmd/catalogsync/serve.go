@@ -131,7 +131,7 @@ func (c *serveCmd) openStore(ctx context.Context, from origins, s *server) error
 	}
 	// The wrapper keeps Close and the GC's leftover cleaning.
 	s.store, s.dir = s.m.Store(store), dir
-	s.closers = append(s.closers, func() { closeStore(s.store) })
+	s.closers = append(s.closers, func() { storage.Close(s.store) })
 	if _, err := s.store.Stat(ctx, "catalogs/.ready"); err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return fmt.Errorf("store %s is not usable: %w", dir, err)
 	}

@@ -199,3 +199,22 @@ func (r *resolver) use(f *kong.Flag, v, from string) (any, error) {
 	}
 	return v, nil
 }
+
+// ExitCode reports err on stderr, prefixed with the binary's name, and
+// returns the exit code: 0 without an error, kong's for help, 2 for a
+// UsageError, 1 for anything else.
+func ExitCode(stderr io.Writer, name string, err error) int {
+	var exit Exit
+	var usage UsageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return int(exit)
+	case errors.As(err, &usage):
+		fmt.Fprintln(stderr, name+":", err)
+		return 2
+	}
+	fmt.Fprintln(stderr, name+":", err)
+	return 1
+}
