@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -28,7 +27,8 @@ import (
 // then lets requests in flight finish for --shutdown-grace.
 func (c *readerCmd) run(ctx context.Context, from cli.Origins, stderr io.Writer) error {
 	log := c.Logger(stderr)
-	hc, err := c.HTTP(openWithoutCert)
+	// With --tls-client-ca-file, /metrics and unknown paths need a certificate.
+	hc, err := c.HTTP(httpserver.ContentOrProbe)
 	if err != nil {
 		return err
 	}
@@ -76,18 +76,6 @@ func (c *readerCmd) router(hc httpserver.Config, m *metrics.Metrics, store stora
 	h = content.New(store, content.WithLogger(log), content.WithGraphQL(gql))
 	h.Mount(r)
 	return r
-}
-
-// openWithoutCert says, with --tls-client-ca-file, which requests need no
-// client certificate: catalog content and the probes (operator-controller
-// and the kubelet present none). /metrics and unknown paths need one.
-func openWithoutCert(r *http.Request) bool {
-	// The path chi routes on, so what is checked is what is served.
-	p := r.URL.RawPath
-	if p == "" {
-		p = r.URL.Path
-	}
-	return strings.HasPrefix(p, "/catalogs/") || p == "/healthz" || p == "/readyz"
 }
 
 // open opens the store read-only. A directory must exist: a reader

@@ -6,6 +6,7 @@ import (
 
 	"github.com/catalogsync/catalogsync/handlers/api"
 	"github.com/catalogsync/catalogsync/handlers/ui"
+	"github.com/catalogsync/catalogsync/internal/httpserver"
 )
 
 // openWithoutCert says, with a client CA, which requests need no client
@@ -16,14 +17,9 @@ import (
 // makes. Anything else, unknown paths included, needs one.
 func openWithoutCert(uiOpen bool) func(*http.Request) bool {
 	return func(r *http.Request) bool {
-		// The path chi routes on, so what is checked is what is served.
-		p := r.URL.RawPath
-		if p == "" {
-			p = r.URL.Path
-		}
+		p := httpserver.RoutedPath(r)
 		switch {
-		case strings.HasPrefix(p, "/catalogs/"), p == "/healthz", p == "/readyz",
-			strings.HasPrefix(p, "/hooks/"), p == "/events":
+		case httpserver.ContentOrProbe(r), strings.HasPrefix(p, "/hooks/"), p == "/events":
 			return true
 		case !uiOpen || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 			return false

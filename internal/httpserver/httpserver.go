@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -98,4 +99,21 @@ func Shutdown(srv *http.Server, grace time.Duration, log *slog.Logger) error {
 		return srv.Close()
 	}
 	return err
+}
+
+// RoutedPath is the path chi routes on, so what a check reads is what is
+// served.
+func RoutedPath(r *http.Request) string {
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.Path
+}
+
+// ContentOrProbe says whether r asks for catalog content or a probe: what
+// clients without a certificate (operator-controller, the kubelet) reach
+// under mutual TLS.
+func ContentOrProbe(r *http.Request) bool {
+	p := RoutedPath(r)
+	return strings.HasPrefix(p, "/catalogs/") || p == "/healthz" || p == "/readyz"
 }
