@@ -17,14 +17,19 @@ import (
 type host struct {
 	name string // short name: r0, minio, client, ...
 	ns   string // the namespace's name
-	veth string // the bridge side of its link
+	veth string // the bridge side of its link, in the switch namespace
 	ip   string
 }
 
-// topology is the bridge and the hosts on it.
+// topology is the bridge and the hosts on it. The bridge and the bridge
+// sides of the links live in a namespace of their own, the switch: the
+// test host's namespace never sees a link appear, go down or vanish, so
+// programs there that watch its links (a browser drops its requests with
+// ERR_NETWORK_CHANGED) are untouched by the partitions.
 type topology struct {
 	t      testing.TB
 	id     string // per test binary, so leftovers of a killed run never clash
+	sw     string // the switch namespace
 	bridge string
 	subnet string // 198.18.N
 	hosts  map[string]*host
@@ -58,37 +63,37 @@ var hostOrder = []struct {
 	octet int
 }{{"client", 9}, {"r0", 10}, {"r1", 11}, {"r2", 12}, {"minio", 20}, {"kube", 30}, {"registry", 40}}
 
-// newTopology makes the bridge and one namespace per host, each linked to
-// the bridge by a veth pair. Cleanup removes them all.
+// newTopology makes the switch with its bridge and one namespace per
+// host, each linked to the bridge by a veth pair made across the two
+// namespaces at once. Cleanup removes them all.
 func newTopology(t testing.TB) *topology {
 	t.Helper()
 	id := fmt.Sprintf("%d", os.Getpid()%100000)
-	tp := &topology{t: t, id: id, bridge: "csbr" + id, subnet: fmt.Sprintf("198.18.%d", 1+os.Getpid()%250), hosts: map[string]*host{}}
+	tp := &topology{t: t, id: id, sw: "cs" + id + "-switch", bridge: "csbr" + id,
+		subnet: fmt.Sprintf("198.18.%d", 1+os.Getpid()%250), hosts: map[string]*host{}}
 	t.Cleanup(tp.destroy)
-	tp.must("ip", "link", "add", tp.bridge, "type", "bridge")
-	tp.must("ip", "link", "set", tp.bridge, "up")
+	tp.must("ip", "netns", "add", tp.sw)
+	tp.must("ip", "-n", tp.sw, "link", "add", tp.bridge, "type", "bridge")
+	tp.must("ip", "-n", tp.sw, "link", "set", tp.bridge, "up")
 	for i, h := range hostOrder {
 		hs := &host{name: h.name, ns: "cs" + id + "-" + h.name, veth: fmt.Sprintf("cs%sv%d", id, i), ip: fmt.Sprintf("%s.%d", tp.subnet, h.octet)}
-		peer := hs.veth + "p"
+		tp.hosts[h.name] = hs
 		tp.must("ip", "netns", "add", hs.ns)
-		tp.must("ip", "link", "add", hs.veth, "type", "veth", "peer", "name", peer)
-		tp.must("ip", "link", "set", peer, "netns", hs.ns)
-		tp.must("ip", "link", "set", hs.veth, "master", tp.bridge, "up")
+		tp.must("ip", "-n", tp.sw, "link", "add", hs.veth, "type", "veth", "peer", "name", "eth0", "netns", hs.ns)
+		tp.must("ip", "-n", tp.sw, "link", "set", hs.veth, "master", tp.bridge, "up")
 		tp.must("ip", "-n", hs.ns, "link", "set", "lo", "up")
-		tp.must("ip", "-n", hs.ns, "link", "set", peer, "name", "eth0")
 		tp.must("ip", "-n", hs.ns, "addr", "add", hs.ip+"/24", "dev", "eth0")
 		tp.must("ip", "-n", hs.ns, "link", "set", "eth0", "up")
-		tp.hosts[h.name] = hs
 	}
 	return tp
 }
 
+// destroy deletes the namespaces; their links and the bridge go with them.
 func (tp *topology) destroy() {
 	for _, hs := range tp.hosts {
 		_ = exec.Command("ip", "netns", "del", hs.ns).Run()
-		_ = exec.Command("ip", "link", "del", hs.veth).Run()
 	}
-	_ = exec.Command("ip", "link", "del", tp.bridge).Run()
+	_ = exec.Command("ip", "netns", "del", tp.sw).Run()
 }
 
 func (tp *topology) must(args ...string) {
@@ -127,7 +132,7 @@ func (tp *topology) link(name string, up bool) error {
 	if up {
 		state = "up"
 	}
-	out, err := exec.Command("ip", "link", "set", tp.hosts[name].veth, state).CombinedOutput()
+	out, err := exec.Command("ip", "-n", tp.sw, "link", "set", tp.hosts[name].veth, state).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ip link set %s %s: %v: %s", tp.hosts[name].veth, state, err, out)
 	}
