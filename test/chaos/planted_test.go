@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -134,9 +135,14 @@ func pausedPublisher(t *testing.T, bin string) []anomaly {
 	pa.p.signal(syscall.SIGCONT)
 	rec.add(op{Kind: kFault, Start: pausedAt, End: rec.now(), Replica: a, Via: fPause, OK: true, StoreCut: true})
 	t.Logf("r%d resumed with its lease renewals held back", a)
-	deadline = time.Now().Add(30 * time.Second)
-	for !c.wrotePointer(a, cat, pausedAt) && !logSays(pa.p.logPath, logFrom, "newer resolution already published", "sync failed") {
+	// Its renewals stay held until its sync has ended: either it gave up
+	// (as built), or its stale publish reached the status (planted). A
+	// renewal let through earlier fails its own compare-and-swap, and the
+	// lost lease would cancel the status write the planted run must show.
+	deadline = time.Now().Add(time.Minute)
+	for !w.statusWentBack(cat, newest) && !logSays(pa.p.logPath, logFrom, "newer resolution already published", "sync failed") {
 		if time.Now().After(deadline) {
+			t.Logf("r%d's sync had not ended a minute after it resumed", a)
 			break
 		}
 		sleep(ctx, 200*time.Millisecond)
@@ -185,11 +191,22 @@ func (w *workload) serves(ctx context.Context, name string, gen int) bool {
 	return false
 }
 
-// wrotePointer tells whether replica i sent a pointer write of name after
-// since.
-func (c *cluster) wrotePointer(i int, name string, since time.Duration) bool {
-	for _, o := range c.rec.history() {
-		if o.Kind == kPointer && o.Replica == i && o.Catalog == name && o.Start > since {
+// statusWentBack tells whether the watch saw name's status name an older
+// generation after it served gen.
+func (w *workload) statusWentBack(name string, gen int) bool {
+	var ss []op
+	for _, o := range w.rec.history() {
+		if o.Kind == kStatus && o.Catalog == name {
+			ss = append(ss, o)
+		}
+	}
+	sort.Slice(ss, func(i, j int) bool { return ss[i].RV < ss[j].RV })
+	served := false
+	for _, s := range ss {
+		switch {
+		case s.Serving == "True" && w.isGen(name, s.Digest, gen):
+			served = true
+		case served && s.Digest != "" && !w.isGen(name, s.Digest, gen):
 			return true
 		}
 	}
