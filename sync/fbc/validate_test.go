@@ -311,3 +311,69 @@ func TestValidateEntriesAfterDuplicateDeprecationEntry(t *testing.T) {
 		t.Fatalf("errors %q, want %q", msgs, want)
 	}
 }
+
+// TestValidateMessagesInPackageOrder: packages are checked on every core,
+// yet the messages come in package-name order, as one pass gives them.
+func TestValidateMessagesInPackageOrder(t *testing.T) {
+	files := map[string]string{}
+	var want []string
+	for i := range 9 {
+		name := string(rune('a'+i)) + "pkg"
+		files[name+".yaml"] = strings.ReplaceAll(strings.ReplaceAll(validCatalog, "foo", name),
+			"version: 0.2.0}", "version: 0.1.0}")
+		want = append(want, "package \""+name+"\": duplicate versions")
+	}
+	_, err := validate(t, files)
+	if err == nil {
+		t.Fatal("want duplicate versions")
+	}
+	var got []string
+	for _, line := range strings.Split(err.Error(), "\n")[1:] {
+		got = append(got, strings.TrimSpace(line)[:len(want[0])])
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("messages in this order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestValidateDuplicateVersionsGrouped: each shared version lists its
+// bundles once, sorted, whatever channels hold them; versions in semver
+// order, build metadata telling versions apart.
+func TestValidateDuplicateVersionsGrouped(t *testing.T) {
+	catalog := `---
+schema: olm.package
+name: foo
+defaultChannel: stable
+---
+schema: olm.channel
+package: foo
+name: stable
+entries:
+- name: foo.d
+- name: foo.c
+  replaces: foo.d
+- name: foo.b
+  replaces: foo.c
+- name: foo.a
+  replaces: foo.b
+- name: foo.e
+  replaces: foo.a
+---
+schema: olm.channel
+package: foo
+name: fast
+entries:
+- name: foo.d
+- name: foo.c
+  replaces: foo.d
+`
+	for name, version := range map[string]string{"foo.a": "1.10.0", "foo.b": "1.10.0", "foo.c": "1.9.0", "foo.d": "1.9.0", "foo.e": "1.9.0+build"} {
+		catalog += "---\nschema: olm.bundle\npackage: foo\nname: " + name + "\nimage: registry.example.test/foo:" + name +
+			"\nproperties:\n- type: olm.package\n  value: {packageName: foo, version: " + version + "}\n"
+	}
+	_, err := validate(t, map[string]string{"catalog.yaml": catalog})
+	want := `package "foo": duplicate versions found in bundles: [{1.9.0: [foo.c, foo.d]} {1.10.0: [foo.a, foo.b]}]`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}
