@@ -51,10 +51,15 @@ type fileResult struct {
 	// memory to the end, they grew with the catalog (7 MB at 222 MB).
 	written *factsAt
 	lines   []int64
+	// mu guards objs, shape, written and lines once the parse is done:
+	// the streamer drops them while validation reads them.
+	mu sync.Mutex
 }
 
 // drop replaces a written file's objects with their record at at.
 func (fr *fileResult) drop(at *factsAt) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
 	fr.lines = make([]int64, len(fr.objs))
 	for i, o := range fr.objs {
 		fr.lines[i] = o.off
@@ -62,25 +67,36 @@ func (fr *fileResult) drop(at *factsAt) {
 	fr.objs, fr.shape, fr.written = nil, nil, at
 }
 
+// parsed returns a parsed file's objects, or their record once the
+// streamer dropped them (then objs is nil).
+func (fr *fileResult) parsed() ([]objRec, *factsAt) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.objs, fr.written
+}
+
 // parsedFacts returns a parsed file's objects as facts, where each lies
 // in the spool and its GraphQL shape: from objs, or from its record once
 // they were dropped.
 func (fr *fileResult) parsedFacts() ([]objFact, []int64, []byte, error) {
-	if fr.written != nil {
-		f, err := fr.written.read()
-		if err == nil && len(f.Objects) != len(fr.lines) {
-			err = fmt.Errorf("%w: %d objects recorded, %d written", errFacts, len(f.Objects), len(fr.lines))
+	fr.mu.Lock()
+	written, lines, objs, shape := fr.written, fr.lines, fr.objs, fr.shape
+	fr.mu.Unlock()
+	if written != nil {
+		f, err := written.read()
+		if err == nil && len(f.Objects) != len(lines) {
+			err = fmt.Errorf("%w: %d objects recorded, %d written", errFacts, len(f.Objects), len(lines))
 		}
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return f.Objects, fr.lines, f.Shape, nil
+		return f.Objects, lines, f.Shape, nil
 	}
-	objs, offs := make([]objFact, len(fr.objs)), make([]int64, len(fr.objs))
-	for i, o := range fr.objs {
-		objs[i], offs[i] = objFact{o.obj.Schema, o.obj.Package, o.obj.Name, int64(o.n), o.obj.Ref}, o.off
+	facts, offs := make([]objFact, len(objs)), make([]int64, len(objs))
+	for i, o := range objs {
+		facts[i], offs[i] = objFact{o.obj.Schema, o.obj.Package, o.obj.Name, int64(o.n), o.obj.Ref}, o.off
 	}
-	return objs, offs, fr.shape, nil
+	return facts, offs, shape, nil
 }
 
 // spool holds parsed objects on local disk until the final file order is
@@ -91,6 +107,7 @@ type spool struct {
 	w       *bufio.Writer
 	size    int64
 	flushed int64
+	gone    sync.Once
 }
 
 // newSpool makes a spool in dir whose writes are buffered by buf bytes.
@@ -102,10 +119,13 @@ func newSpool(dir string, buf int) (*spool, error) {
 	return &spool{f: f, w: bufio.NewWriterSize(f, buf)}, nil
 }
 
-// remove closes and deletes the spool file.
+// remove closes and deletes the spool file, once; a second call returns
+// when the first is done.
 func (s *spool) remove() {
-	s.f.Close()
-	os.Remove(s.f.Name())
+	s.gone.Do(func() {
+		s.f.Close()
+		os.Remove(s.f.Name())
+	})
 }
 
 func (s *spool) flush() error {
@@ -379,14 +399,36 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 	defer pool.stream.cw.remove() // after the commit in index
 	err = a.readLayers(ctx, img, u, pool)
 	pool.close()
-	pool.stream.stop()
 	if err != nil {
+		pool.stream.stop()
 		pool.stream.abort()
 		return catalog.Meta{}, err
 	}
-	pool.stream.end()
 	a.phase(PhasePulling, t)
-	v, err := a.validate(u, pool.results)
+	files, err := a.unpacked(u)
+	if err != nil {
+		pool.stream.stop()
+		pool.stream.abort()
+		return catalog.Meta{}, err
+	}
+	// Every file is parsed: validation reads each file's facts from its
+	// parse, or from its record once written, while the streamer writes
+	// the last files and the store takes them (on S3 the upload runs
+	// behind the parse), rather than after.
+	streamed := make(chan struct{})
+	go func() {
+		defer close(streamed)
+		pool.stream.stop()
+		pool.stream.end()
+		if pool.stream.check(files, pool.results) == nil {
+			// The content is written whole: only a lost bet reads
+			// the spool again. Its pages (the size of the catalog)
+			// go while validation runs, not after.
+			sp.remove()
+		}
+	}()
+	v, err := a.validate(files, pool.results)
+	<-streamed
 	if err != nil {
 		pool.stream.abort()
 		return catalog.Meta{}, err
@@ -451,67 +493,6 @@ func (a *attempt) readLayer(ctx context.Context, img *source.Image, i int, u *un
 		return layerError(err)
 	}
 	return nil
-}
-
-// validated is a catalog that passed validation, in catalog order.
-type validated struct {
-	files   []unpack.File
-	results map[string]*fileResult
-	stats   fbc.Stats
-	objects int
-	reused  int // files whose facts came from the published content
-}
-
-// validate checks the final files in catalog order, before anything is
-// written to storage (Unpacking and Validating).
-func (a *attempt) validate(u *unpack.Unpacker, results map[string]*fileResult) (validated, error) {
-	t := a.p.now()
-	a.rep.emit(Event{Phase: PhaseUnpacking})
-	files, err := u.Files()
-	if err != nil {
-		return validated{}, layerError(err)
-	}
-	a.phase(PhaseUnpacking, t)
-	t = a.p.now()
-	v := fbc.NewValidator()
-	out := validated{files: files, results: results}
-	for _, file := range files {
-		fr := results[file.Content]
-		if fr == nil {
-			return out, &Error{Phase: PhaseValidating, Reason: ReasonInternal, Err: fmt.Errorf("file %s was not parsed", file.Content)}
-		}
-		if fr.reused != nil {
-			if fr.err != nil {
-				return out, reuseMismatch(file.Path, fmt.Errorf("the file does not parse now: %w", fr.err))
-			}
-			out.objects += addFacts(v, file.Path, fr.reused)
-			out.reused++
-			continue
-		}
-		if fr.err != nil {
-			return out, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: fmt.Errorf("%s: %w", file.Path, fr.err)}
-		}
-		if fr.written == nil {
-			for _, o := range fr.objs {
-				v.Add(file.Path, o.obj)
-			}
-			out.objects += len(fr.objs)
-			continue
-		}
-		f, err := fr.written.read()
-		if err != nil {
-			return out, spoolError(PhaseValidating, err)
-		}
-		out.objects += addFacts(v, file.Path, f)
-	}
-	out.stats = v.Stats()
-	a.res.Files, a.res.FilesReused = len(files), out.reused
-	a.rep.emit(Event{Phase: PhaseValidating, Bundles: out.stats.Bundles, Packages: out.stats.Packages, Objects: out.objects})
-	if err := v.Validate(); err != nil {
-		return out, &Error{Phase: PhaseValidating, Reason: ReasonInvalidCatalog, Err: err}
-	}
-	a.phase(PhaseValidating, t)
-	return out, nil
 }
 
 // index writes the catalog and its index under the digest (Indexing).

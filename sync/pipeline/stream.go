@@ -137,19 +137,29 @@ func (s *streamer) abort() {
 	s.lose(errors.New("sync failed"))
 }
 
-// result returns the written content when the bet held: the files written
-// are exactly v's final files, each with the result v validated.
-func (s *streamer) result(v validated) (*contentWrite, error) {
-	if s.lost == nil && len(s.written) != len(v.files) {
-		s.lose(fmt.Errorf("%d files written, %d in the catalog", len(s.written), len(v.files)))
+// check reports why the bet was lost, or nil when it held: the files
+// written are exactly files, in order, each with the result in results.
+// Call it once the streamer stopped.
+func (s *streamer) check(files []unpack.File, results map[string]*fileResult) error {
+	if s.lost != nil {
+		return s.lost
 	}
-	for i := 0; s.lost == nil && i < len(v.files); i++ {
-		f, sl := v.files[i], s.written[i]
-		if f.Path != sl.path || v.results[f.Content] != sl.fr {
-			s.lose(fmt.Errorf("file %d is %s, %s was written", i, f.Path, sl.path))
+	if len(s.written) != len(files) {
+		return fmt.Errorf("%d files written, %d in the catalog", len(s.written), len(files))
+	}
+	for i, f := range files {
+		if sl := s.written[i]; f.Path != sl.path || results[f.Content] != sl.fr {
+			return fmt.Errorf("file %d is %s, %s was written", i, f.Path, sl.path)
 		}
 	}
-	if s.lost != nil {
+	return nil
+}
+
+// result returns the written content when the bet held: the files
+// written are exactly v's final files, each with the result v validated.
+func (s *streamer) result(v validated) (*contentWrite, error) {
+	if err := s.check(v.files, v.results); err != nil {
+		s.lose(err)
 		return nil, s.lost
 	}
 	s.cw.close()
