@@ -66,6 +66,8 @@ type Writer struct {
 	side    chan sideResult
 	sideRes *sideResult
 
+	chunk []byte // AddShapedFrom's, once it was called
+
 	closed bool
 	ended  bool  // EndContent was called: catalog.jsonl takes no more lines
 	endErr error // what ending it returned

@@ -137,17 +137,32 @@ func (s *spool) flush() error {
 
 // readAt reads what append wrote, flushing the buffer first if needed.
 func (s *spool) readAt(b []byte, off int64) error {
+	if err := s.flushTo(off + int64(len(b))); err != nil {
+		return err
+	}
+	_, err := s.f.ReadAt(b, off)
+	return err
+}
+
+// section returns the n bytes append wrote at off, as a reader.
+func (s *spool) section(off, n int64) (io.Reader, error) {
+	if err := s.flushTo(off + n); err != nil {
+		return nil, err
+	}
+	return io.NewSectionReader(s.f, off, n), nil
+}
+
+// flushTo flushes the buffer if it holds bytes before end.
+func (s *spool) flushTo(end int64) error {
 	s.mu.Lock()
-	if off+int64(len(b)) > s.flushed {
+	defer s.mu.Unlock()
+	if end > s.flushed {
 		if err := s.w.Flush(); err != nil {
-			s.mu.Unlock()
 			return err
 		}
 		s.flushed = s.size
 	}
-	s.mu.Unlock()
-	_, err := s.f.ReadAt(b, off)
-	return err
+	return nil
 }
 
 func (s *spool) append(b []byte) (int64, error) {

@@ -252,8 +252,9 @@ func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) (
 }
 
 // keepLine bounds the line buffer kept for the next line: a line above it
-// (a few per catalog, up to about 1 MB) gets one of its own, rather than
-// the whole sync holding the largest line's size.
+// (a few per catalog, up to about 1 MB) goes from the spool a chunk at a
+// time, or when copied from earlier content gets a buffer of its own,
+// rather than the whole sync holding the largest line's size.
 const keepLine = 256 << 10
 
 // line returns a buffer for a line of n bytes, valid until the next call.
@@ -268,9 +269,19 @@ func (cw *contentWrite) line(n int) []byte {
 }
 
 // spoolFile adds a parsed file's objects, the line of objs[i] read from
-// the spool at offs[i].
+// the spool at offs[i]; a line above keepLine goes a chunk at a time.
 func (cw *contentWrite) spoolFile(objs []objFact, offs []int64) error {
 	for i, o := range objs {
+		if o.N > keepLine {
+			r, err := cw.sp.section(offs[i], o.N)
+			if err != nil {
+				return spoolError(PhaseIndexing, err)
+			}
+			if err := cw.w.AddShapedFrom(o.Schema, o.Package, o.Name, o.N, r); err != nil {
+				return storageError(PhaseIndexing, err)
+			}
+			continue
+		}
 		b := cw.line(int(o.N))
 		if err := cw.sp.readAt(b, offs[i]); err != nil {
 			return spoolError(PhaseIndexing, err)

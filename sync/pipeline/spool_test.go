@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"testing"
 )
 
@@ -32,5 +33,32 @@ func TestSpoolReadsWhatItWasGiven(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSpoolSectionReadsWhatItWasGiven: a large line read as a section
+// right after it was appended, its end still in the buffer behind a
+// small line, reads whole.
+func TestSpoolSectionReadsWhatItWasGiven(t *testing.T) {
+	sp, err := newSpool(t.TempDir(), 256<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.remove()
+	if _, err := sp.append([]byte("small\n")); err != nil {
+		t.Fatal(err)
+	}
+	large := append(bytes.Repeat([]byte("l"), 300<<10), '\n')
+	off, err := sp.append(large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sp.section(off, int64(len(large)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(got, large) {
+		t.Fatalf("read %d of %d bytes (%v)", len(got), len(large), err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -110,5 +111,55 @@ func TestUnitManyFilesAfterStreamingIsDropped(t *testing.T) {
 	}
 	if res.Files != 1101 {
 		t.Fatalf("%d files, want 1101", res.Files)
+	}
+}
+
+// Lines of hundreds of KB go from the spool to the store a chunk at a
+// time, as the layer streams and after the pull alike, also when a small
+// line before one leaves its end in the spool's buffer: the content
+// holds each whole, in place.
+func TestUnitLargeLinesWhole(t *testing.T) {
+	t.Parallel()
+	thing := func(name string, n int) (string, string) {
+		data := strings.Repeat("d", n)
+		return fmt.Sprintf(`{"schema":"custom.thing","name":%q,"data":%q}`, name, data) + "\n",
+			fmt.Sprintf(`{"data":%q,"name":%q,"schema":"custom.thing"}`, data, name) + "\n"
+	}
+	b, wantB := thing("b", 300<<10)
+	c, wantC := thing("c", 1<<20)
+	d, wantD := thing("d", 10)
+	want := wantD + wantB + wantC + wantD
+	for _, order := range []struct {
+		name     string
+		entries  []entry
+		streamed bool
+	}{
+		{"in walk order", []entry{{"configs/b.json", d + b}, {"configs/c.json", c + d}}, true},
+		{"out of order", []entry{{"configs/c.json", c + d}, {"configs/b.json", d + b}}, false},
+	} {
+		t.Run(order.name, func(t *testing.T) {
+			src, st, pl := newUnit(t)
+			src.tag("reg/c:v1", newImage(t, tarLayer(t, order.entries...)))
+			res, err := runOnce(t, pl, "c", "reg/c:v1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat, err := catalog.Open(context.Background(), st, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cat.Meta.Stats["streamed"] != order.streamed {
+				t.Fatalf("streamed %v, want %v", cat.Meta.Stats["streamed"], order.streamed)
+			}
+			rc, err := cat.All(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			got, err := io.ReadAll(rc)
+			if err != nil || string(got) != want {
+				t.Fatalf("content of %s: %d bytes (%v), want %d", res.Digest, len(got), err, len(want))
+			}
+		})
 	}
 }
