@@ -187,9 +187,12 @@ type parsePool struct {
 	workers *semaphore.Weighted
 	wg      sync.WaitGroup
 	bufs    *fileBufs // what files up to inline are read into
-	parsers parsers
-	large   sync.Mutex // fbc.OneLargeAtATime
-	seq     int        // files handed in so far (reading goroutine only)
+	// stageBuf copies larger files to scratch files (reading goroutine
+	// only).
+	stageBuf []byte
+	parsers  parsers
+	large    sync.Mutex // fbc.OneLargeAtATime
+	seq      int        // files handed in so far (reading goroutine only)
 
 	reuse  *reuseSet // the published content's summary, if any
 	verify bool      // parse reused files too, to compare (WithVerifyReuse)
@@ -367,6 +370,7 @@ func (pp *parsePool) close() {
 	pp.scratch.close()
 	pp.parsers = parsers{}
 	pp.bufs = newFileBufs(0)
+	pp.stageBuf = nil
 }
 
 // wait waits for the parses under way and returns a spool failure.
