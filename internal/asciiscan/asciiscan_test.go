@@ -1,7 +1,9 @@
 package asciiscan
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -136,6 +138,54 @@ func BenchmarkJSONStringShort(b *testing.B) {
 	for range b.N {
 		for _, s := range ss {
 			JSONString(s)
+		}
+	}
+}
+
+// TestLongInputsEveryByteAtEveryPosition: inputs long enough for the
+// 32-byte loops (where the CPU has them), each byte value at each
+// position, in the first block, a later one and the tail past the last
+// whole block.
+func TestLongInputsEveryByteAtEveryPosition(t *testing.T) {
+	for _, n := range []int{31, 32, 33, 63, 64, 65, 95, 96, 97, 100, 129} {
+		b := make([]byte, n)
+		for pos := range n {
+			for c := range 256 {
+				for i := range b {
+					b[i] = 'a' + byte(i%26)
+				}
+				b[pos] = byte(c)
+				if got, want := JSONString(b), jsonStringRef(b); got != want {
+					t.Fatalf("JSONString, %d bytes, %#x at %d: %d, want %d", n, c, pos, got, want)
+				}
+				if got, want := PrintableLines(b), printableLinesRef(b); got != want {
+					t.Fatalf("PrintableLines, %d bytes, %#x at %d: %d, want %d", n, c, pos, got, want)
+				}
+				if got, want := IndexAny3(b, '\n', ':', '#'), indexAny3Ref(b, '\n', ':', '#'); got != want {
+					t.Fatalf("IndexAny3, %d bytes, %#x at %d: %d, want %d", n, c, pos, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestLongInputsFirstOfSeveral: with several stopping bytes in one block,
+// the first is found.
+func TestLongInputsFirstOfSeveral(t *testing.T) {
+	b := []byte(strings.Repeat("x", 100))
+	for _, pos := range []int{0, 5, 31, 32, 40, 63, 64, 90} {
+		c := bytes.Clone(b)
+		c[pos], c[min(pos+1, 99)], c[min(pos+7, 99)] = '"', '\\', 0x01
+		if got := JSONString(c); got != pos {
+			t.Errorf("JSONString: %d, want %d", got, pos)
+		}
+		c[pos], c[min(pos+1, 99)], c[min(pos+7, 99)] = 0x7F, 0x80, '\t'
+		if got := PrintableLines(c); got != pos {
+			t.Errorf("PrintableLines: %d, want %d", got, pos)
+		}
+		c[pos], c[min(pos+1, 99)], c[min(pos+7, 99)] = '#', ':', '\n'
+		if got := IndexAny3(c, '\n', ':', '#'); got != pos {
+			t.Errorf("IndexAny3: %d, want %d", got, pos)
 		}
 	}
 }
