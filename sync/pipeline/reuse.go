@@ -223,12 +223,14 @@ type contentWrite struct {
 // where the record lies, nil when the file has none.
 func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) (*factsAt, error) {
 	facts := &fileFacts{Sum: fr.sum, Off: cw.w.Size()}
+	var shaped *gqlshape.Shape
 	var err error
 	if fr.reused != nil {
 		facts.Objects, facts.Shape = fr.reused.Objects, fr.reused.Shape
 		err = cw.copyFile(ctx, path, fr)
 	} else {
 		var offs []int64
+		shaped = fr.parsedShape()
 		if facts.Objects, offs, facts.Shape, err = fr.parsedFacts(); err != nil {
 			return nil, spoolError(PhaseIndexing, err)
 		}
@@ -237,7 +239,9 @@ func (cw *contentWrite) file(ctx context.Context, path string, fr *fileResult) (
 	if err != nil {
 		return nil, err
 	}
-	if err := cw.mergeShape(facts.Shape); err != nil {
+	if shaped != nil {
+		cw.w.MergeShape(shaped)
+	} else if err := cw.mergeShape(facts.Shape); err != nil {
 		return nil, reuseMismatch(path, err)
 	}
 	if facts.Len = cw.w.Size() - facts.Off; !fr.hashed || facts.Len == 0 {
