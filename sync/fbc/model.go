@@ -174,14 +174,20 @@ func (v *Validator) convertChannels(c *checker, pkgs map[string]*mPackage) {
 			c.fail(RuleChannelDuplicate, it.path, it.pkg, "duplicate channel %q", it.name)
 			continue
 		}
-		ch := &mChannel{name: it.name, path: it.path, entries: map[string]*mEntry{}}
-		p.lastEntries = map[string]bool{}
-		for _, e := range it.ref.Entries {
+		n := len(it.ref.Entries)
+		ch := &mChannel{name: it.name, path: it.path, entries: make(map[string]*mEntry, n)}
+		p.lastEntries = make(map[string]bool, n)
+		// One allocation for the channel's entries, maps sized once: the
+		// model is built after the last layer byte, under the sync's
+		// memory limit.
+		entries := make([]mEntry, n)
+		for i, e := range it.ref.Entries {
 			if ch.entries[e.Name] != nil {
 				c.fail(RuleEntryDuplicate, it.path, it.pkg, "channel %q: duplicate entry %q", it.name, e.Name)
 				continue
 			}
-			ch.entries[e.Name] = &mEntry{ChannelEntry: e}
+			entries[i].ChannelEntry = e
+			ch.entries[e.Name] = &entries[i]
 			p.lastEntries[e.Name] = true
 		}
 		p.channels[it.name] = ch
