@@ -163,7 +163,10 @@ func (p *parser) release(limit int) {
 	p.a.reset()
 	p.a.nodes = bounded(p.a.nodes, limit)
 	p.a.stack = bounded(p.a.stack, limit)
-	clear(p.a.nodes[:cap(p.a.nodes)])
+	// Nodes point into the file's bytes. Clearing every kept node after
+	// each file, up to 4 MiB twice per file, was 0.7% of a sync's CPU.
+	clear(p.a.nodes[:min(p.a.used, cap(p.a.nodes))])
+	p.a.used = 0
 	clear(p.a.stack[:cap(p.a.stack)])
 }
 

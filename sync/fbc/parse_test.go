@@ -2,6 +2,7 @@ package fbc
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -526,6 +527,28 @@ func TestOneLargeAtATimeHoldsTheMutexForLargeDocuments(t *testing.T) {
 		}
 		if !mu.TryLock() {
 			t.Fatal("mutex still held after Parse")
+		}
+	}
+}
+
+// TestParserKeptNodesHoldNoFile: once a file is done, the nodes a parser
+// keeps point into none of its bytes (they would keep the file's buffer
+// alive), after a file of many small documents, of one large one, and
+// after a second file smaller than the first.
+func TestParserKeptNodesHoldNoFile(t *testing.T) {
+	x := NewParser()
+	for _, docs := range []int{50, 1, 3} {
+		var b strings.Builder
+		for i := range docs {
+			fmt.Fprintf(&b, "---\nschema: olm.package\nname: p%d\nkeywords: [%s]\n", i, strings.Repeat("k, ", 200*(1+i%3)/docs)+"k")
+		}
+		if err := x.ParseBytes([]byte(b.String()), func(Object) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range x.p.a.nodes[:cap(x.p.a.nodes)] {
+			if n.s != nil {
+				t.Fatalf("after %d documents: kept node %d holds %q", docs, i, n.s)
+			}
 		}
 	}
 }

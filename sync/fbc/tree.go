@@ -58,9 +58,14 @@ type arena struct {
 	// would depend on Go's random map order (distinct YAML keys that
 	// stringify alike). The result is still valid; tests skip such inputs.
 	ambiguous bool
+	// used is the most nodes held since the parser's last release,
+	// which clears only those: nodes are added by append and dropped
+	// only here, so the rest are zero already.
+	used int
 }
 
 func (a *arena) reset() {
+	a.used = max(a.used, len(a.nodes))
 	a.nodes = a.nodes[:0]
 	a.stack = a.stack[:0]
 	a.strs = a.strs[:0]
