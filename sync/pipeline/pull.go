@@ -197,6 +197,7 @@ type parsePool struct {
 	workers *semaphore.Weighted
 	wg      sync.WaitGroup
 	bufs    *fileBufs // what files up to inline are read into
+	chunks  chunks    // what parse workers gather lines in
 	// stageBuf copies larger files to scratch files (reading goroutine
 	// only).
 	stageBuf []byte
@@ -302,20 +303,29 @@ func (pp *parsePool) parse(seq int, large bool, parse parseFunc) *fileResult {
 	shape := gqlshape.New()
 	x := pp.parsers.get(large)
 	defer pp.parsers.put(x)
+	cw := &chunkWriter{sp: pp.sp, buf: pp.chunks.get()}
+	defer func() { pp.chunks.put(cw.buf) }()
+	spoolErr := func(err error) error {
+		pp.mu.Lock()
+		pp.err = err
+		pp.mu.Unlock()
+		return err
+	}
 	fr.err = parse(x, func(o fbc.Object) error {
 		gqlshape.ObserveTree(shape, o.Schema, o.Root, o.Blob)
-		off, err := pp.sp.append(o.Blob)
-		if err != nil {
-			pp.mu.Lock()
-			pp.err = err
-			pp.mu.Unlock()
-			return err
-		}
-		rec := objRec{obj: o, off: off, n: len(o.Blob)}
+		rec := objRec{obj: o, n: len(o.Blob)}
 		rec.obj.Blob, rec.obj.Root = nil, fbc.Value{}
-		fr.objs = append(fr.objs, rec)
+		if err := cw.add(fr, rec, o.Blob); err != nil {
+			return spoolErr(err)
+		}
 		return nil
 	})
+	if err := cw.flush(fr); err != nil {
+		err = spoolErr(err)
+		if fr.err == nil {
+			fr.err = err
+		}
+	}
 	if fr.err == nil {
 		fr.shape, fr.err = shape.Marshal()
 		fr.shaped = shape
@@ -380,6 +390,7 @@ func (pp *parsePool) keep(path string, fr *fileResult, sl *slot) {
 func (pp *parsePool) close() {
 	pp.scratch.close()
 	pp.parsers = parsers{}
+	pp.chunks = chunks{}
 	pp.bufs = newFileBufs(0)
 	pp.stageBuf = nil
 }
@@ -414,7 +425,7 @@ func (a *attempt) pullLayers(ctx context.Context, resolved source.Resolved) (cat
 	if err != nil {
 		return catalog.Meta{}, err
 	}
-	sp, err := newSpool(a.p.tmpDir, 256<<10)
+	sp, err := newSpool(a.p.tmpDir, 0) // written a chunk at a time (chunkWriter)
 	if err != nil {
 		return catalog.Meta{}, &Error{Phase: PhasePulling, Reason: ReasonInternal, Retryable: true, Err: err}
 	}

@@ -273,9 +273,11 @@ func (cw *contentWrite) line(n int) []byte {
 }
 
 // spoolFile adds a parsed file's objects, the line of objs[i] read from
-// the spool at offs[i]; a line above keepLine goes a chunk at a time.
+// the spool at offs[i]: lines that lie together up to keepLine bytes in
+// one read, a line above keepLine a chunk at a time.
 func (cw *contentWrite) spoolFile(objs []objFact, offs []int64) error {
-	for i, o := range objs {
+	for i := 0; i < len(objs); {
+		o := objs[i]
 		if o.N > keepLine {
 			r, err := cw.sp.section(offs[i], o.N)
 			if err != nil {
@@ -284,15 +286,25 @@ func (cw *contentWrite) spoolFile(objs []objFact, offs []int64) error {
 			if err := cw.w.AddShapedFrom(o.Schema, o.Package, o.Name, o.N, r); err != nil {
 				return storageError(PhaseIndexing, err)
 			}
+			i++
 			continue
 		}
-		b := cw.line(int(o.N))
+		j, end := i+1, offs[i]+o.N
+		for j < len(objs) && offs[j] == end && end+objs[j].N-offs[i] <= keepLine {
+			end += objs[j].N
+			j++
+		}
+		b := cw.line(int(end - offs[i]))
 		if err := cw.sp.readAt(b, offs[i]); err != nil {
 			return spoolError(PhaseIndexing, err)
 		}
-		if err := cw.w.AddShaped(o.Schema, o.Package, o.Name, b); err != nil {
-			return storageError(PhaseIndexing, err)
+		for k := i; k < j; k++ {
+			at := offs[k] - offs[i]
+			if err := cw.w.AddShaped(objs[k].Schema, objs[k].Package, objs[k].Name, b[at:at+objs[k].N]); err != nil {
+				return storageError(PhaseIndexing, err)
+			}
 		}
+		i = j
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
 )
 
@@ -60,5 +61,59 @@ func TestSpoolSectionReadsWhatItWasGiven(t *testing.T) {
 	got, err := io.ReadAll(r)
 	if err != nil || !bytes.Equal(got, large) {
 		t.Fatalf("read %d of %d bytes (%v)", len(got), len(large), err)
+	}
+}
+
+// TestChunkWriterPlacesEveryLine: two workers' files written through
+// chunks at once, lines below, across and above the chunk size: each
+// object's offset reads back its own line, and a file's lines within
+// one chunk lie together.
+func TestChunkWriterPlacesEveryLine(t *testing.T) {
+	sp, err := newSpool(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.remove()
+	sizes := []int{1, 100, chunkSize - 1, chunkSize, chunkSize + 1, 3000, 2 * chunkSize, 7}
+	files := make([]*fileResult, 6)
+	lines := make([][][]byte, len(files))
+	var wg sync.WaitGroup
+	for f := range files {
+		wg.Go(func() {
+			fr := &fileResult{}
+			cw := &chunkWriter{sp: sp, buf: make([]byte, 0, chunkSize)}
+			for i := range 40 {
+				n := sizes[(i+f)%len(sizes)]
+				line := append(bytes.Repeat([]byte{byte('a' + f)}, n-1), '\n')
+				line[0] = byte(i)
+				lines[f] = append(lines[f], line)
+				if err := cw.add(fr, objRec{n: n}, line); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if err := cw.flush(fr); err != nil {
+				t.Error(err)
+			}
+			files[f] = fr
+		})
+	}
+	wg.Wait()
+	for f, fr := range files {
+		if len(fr.objs) != len(lines[f]) {
+			t.Fatalf("file %d: %d objects, want %d", f, len(fr.objs), len(lines[f]))
+		}
+		for i, o := range fr.objs {
+			got := make([]byte, o.n)
+			if err := sp.readAt(got, o.off); err != nil || !bytes.Equal(got, lines[f][i]) {
+				t.Fatalf("file %d object %d at %d: read %.20q (%v), want %.20q", f, i, o.off, got, err, lines[f][i])
+			}
+		}
+	}
+	// In one worker's file, two small lines added one after the other
+	// into the same chunk lie together.
+	fr := files[0]
+	if fr.objs[1].off != fr.objs[0].off+int64(fr.objs[0].n) {
+		t.Errorf("lines 0 and 1 of a file at %d+%d and %d: not together", fr.objs[0].off, fr.objs[0].n, fr.objs[1].off)
 	}
 }
