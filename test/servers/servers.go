@@ -129,8 +129,11 @@ func toolsScript() (string, error) {
 	}
 }
 
-// freePorts returns n distinct ports that were free a moment ago. Another
-// process may take one before the server binds it; callers retry on that.
+// freePorts returns n distinct ports that were free a moment ago, none
+// handed out before in this process: a port given for a server not yet
+// started (a replica's address other servers are told first) is free
+// until it binds. Another process may take one before the server binds
+// it; callers retry on that.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var ls []net.Listener
@@ -139,16 +142,26 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for range n {
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
 		ls = append(ls, l) // held open so the next Listen gets a different port
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		if p := l.Addr().(*net.TCPAddr).Port; !given[p] {
+			given[p] = true
+			ports = append(ports, p)
+		}
 	}
 	return ports, nil
 }
+
+var (
+	givenMu sync.Mutex
+	given   = map[int]bool{}
+)
 
 // errPortTaken reports that a server died because its port was taken.
 var errPortTaken = errors.New("port already in use")
