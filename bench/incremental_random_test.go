@@ -69,7 +69,7 @@ func TestIncrementalRandomChanges(t *testing.T) {
 	v1 := f.image(t, name)
 	r := newRandomRun(t, f, name, v1, seed)
 	incr := f.freshStore(t, "fs", "")
-	defer incr.remove()
+	defer f.drop(t, incr)
 	first := f.sync(t, v1.ref, incr)
 	r.prev = contentSum(t, incr.dir, summaryDigest(t, first.stdout))
 	var reused, files, diffs, odd, shared int
@@ -127,7 +127,7 @@ func (r *randomRun) step(i int, incr store) stepResult {
 	}
 	res.files, res.reused = got.files, got.reused
 	full := r.f.freshStore(t, "fs", "")
-	defer full.remove()
+	defer r.f.drop(t, full)
 	r.f.sync(t, img, full)
 	res.diffs = compareContent(t, incr.dir, full.dir, digest)
 	res.extents = len(metaOf(t, incr.dir, digest).Extents)

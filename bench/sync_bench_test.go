@@ -15,10 +15,12 @@ import (
 // BenchmarkSync syncs each catalog from the registry into a fresh local
 // store and a fresh prefix of a MinIO bucket, in the same run as its
 // gunzip floor and its store floor (storeFloor). Each iteration runs the
-// built `catalogsync sync` as its own process, after the writes of the
-// one before reached the disk; peak RSS is that process's VmHWM, peak
-// anon its sampled anonymous resident memory, each the highest of the
-// iterations. x-store-floor is the median sync over the median floor.
+// store floor, then the built `catalogsync sync` as its own process, each
+// after the writes before it reached the disk; peak RSS is that process's
+// VmHWM, peak anon its sampled anonymous resident memory, each the
+// highest of the iterations. x-store-floor is the median sync over the
+// median floor of the same iterations; user-s and system-s the median CPU
+// of the sync processes.
 func BenchmarkSync(b *testing.B) {
 	for _, c := range catalogs {
 		for _, backend := range []string{"fs", "s3"} {
@@ -26,15 +28,15 @@ func BenchmarkSync(b *testing.B) {
 				f := setup(b)
 				img := f.image(b, c.name)
 				floor := gunzipFloor(b, img.layerFile)
-				sfloor := storeFloor(b, f, img.layerFile, backend)
 				b.SetBytes(img.fbcBytes)
 				var rss, anon int64
 				var inProcess time.Duration
-				var walls []time.Duration
+				var walls, floors, users, systems []time.Duration
 				phases := map[string]time.Duration{}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
+					floors = append(floors, storeFloor(b, f, img.layerFile, backend))
 					to := store{prefix: fmt.Sprintf("sync-%s-%d", c.name, syncPrefixes.Add(1))}
 					if backend == "fs" {
 						to = store{dir: b.TempDir()}
@@ -51,6 +53,11 @@ func BenchmarkSync(b *testing.B) {
 					}
 					walls = append(walls, time.Since(start))
 					b.StopTimer()
+					f.drop(b, to)
+					ps := cmd.ProcessState
+					users, systems = append(users, ps.UserTime()), append(systems, ps.SystemTime())
+					b.Logf("store floor %v, sync %v (user %v, system %v)", floors[i].Round(time.Millisecond),
+						walls[i].Round(time.Millisecond), ps.UserTime().Round(time.Millisecond), ps.SystemTime().Round(time.Millisecond))
 					rss = max(rss, peakRSS(b, stderr.String()))
 					anon = max(anon, peakAnon(b, stderr.String()))
 					for ph, d := range syncPhases(stdout.String()) {
@@ -61,8 +68,11 @@ func BenchmarkSync(b *testing.B) {
 				}
 				b.StopTimer()
 				reportSync(b, img.fbcBytes, rss, anon, floor, inProcess)
+				sfloor := medianDuration(floors)
 				b.ReportMetric(sfloor.Seconds(), "store-floor-s")
 				b.ReportMetric(medianDuration(walls).Seconds()/sfloor.Seconds(), "x-store-floor")
+				b.ReportMetric(medianDuration(users).Seconds(), "user-s")
+				b.ReportMetric(medianDuration(systems).Seconds(), "system-s")
 				for ph, d := range phases {
 					b.ReportMetric(float64(d.Microseconds())/1000/float64(b.N), ph+"-ms")
 				}

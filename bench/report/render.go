@@ -234,10 +234,11 @@ func (r *Report) SyncTable() string {
 			}
 			rows = append(rows, []string{c.name, r.size(c.name), st.name,
 				r.cell(name, "ns/op"), r.cell(name, "MB/s"), r.cell(name, "gunzip-floor-s"), r.cell(name, "x-floor"),
-				r.cell(name, "store-floor-s"), r.cell(name, "x-store-floor")})
+				r.cell(name, "store-floor-s"), r.cell(name, "x-store-floor"),
+				r.cell(name, "user-s") + " / " + r.cell(name, "system-s")})
 		}
 	}
-	return table([]string{"catalog", "size", "store", "wall", "MB/s", "gunzip floor (baseline)", "× floor", "store floor", "× store floor"}, rows)
+	return table([]string{"catalog", "size", "store", "wall", "MB/s", "gunzip floor (baseline)", "× floor", "store floor", "× store floor", "CPU user / system"}, rows)
 }
 
 // RSSTable: the sync process's peak RSS by catalog size, against tiny's:
