@@ -8,10 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestWritebackRanges checks the writer asks for writeback of each full
-// 8 MiB it wrote, and of nothing it did not.
+// 8 MiB it wrote, and of nothing it did not, and drops all but the last
+// range it started.
 func TestWritebackRanges(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "data"))
 	if err != nil {
@@ -25,8 +29,59 @@ func TestWritebackRanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if w.written != 21<<20 || w.started != 18<<20 {
-		t.Fatalf("written %d, writeback started up to %d; want %d and %d", w.written, w.started, 21<<20, 18<<20)
+	if w.written != 21<<20 || w.started != 18<<20 || w.dropped != 9<<20 {
+		t.Fatalf("written %d, writeback started up to %d, dropped up to %d; want %d, %d and %d",
+			w.written, w.started, w.dropped, 21<<20, 18<<20, 9<<20)
+	}
+}
+
+// TestWrittenRangesLeaveThePageCache checks the pages of the ranges the
+// writer dropped are no longer cached, and those it did not still are.
+func TestWrittenRangesLeaveThePageCache(t *testing.T) {
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == unix.TMPFS_MAGIC {
+		t.Skip("the temp folder is on tmpfs, which keeps every page it holds; set TMPDIR to a disk's folder")
+	}
+	f, err := os.Create(filepath.Join(dir, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := &writeback{f: f}
+	chunk := bytes.Repeat([]byte("y"), 1<<20)
+	for range 3*writebackEvery>>20 + 1 {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(w.written), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	page := int64(os.Getpagesize())
+	vec := make([]byte, (w.written+page-1)/page)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	cached := func(from, to int64) (n int) {
+		for _, v := range vec[from/page : to/page] {
+			n += int(v & 1)
+		}
+		return n
+	}
+	if w.dropped == 0 {
+		t.Fatalf("nothing dropped after %d bytes", w.written)
+	}
+	if n := cached(0, w.dropped); n > 0 {
+		t.Errorf("%d of the %d pages dropped are still cached", n, w.dropped/page)
+	}
+	if n := cached(w.started, w.written); n == 0 {
+		t.Errorf("none of the %d pages written since the last range started are cached", (w.written-w.started)/page)
 	}
 }
 
