@@ -85,8 +85,9 @@ mapfile -t raced < <(go list "${first[@]}"; go list ./... | grep -v -x -F -f <(g
 racedLog=$(mktemp) plainLog=$(mktemp) restLog=$(mktemp) bin=$(mktemp -d)
 trap 'rm -rf "$racedLog" "$plainLog" "$restLog" "$bin"' EXIT
 # One binary of each command for every package that starts it as a process.
-go build -o "$bin/catalogsync" ./cmd/catalogsync
-go build -o "$bin/catalogsync-reader" ./cmd/catalogsync-reader
+# As the Dockerfile builds them (test/servers' build too).
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$bin/catalogsync" ./cmd/catalogsync
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$bin/catalogsync-reader" ./cmd/catalogsync-reader
 go build -o "$bin/slowest" ./test/slowest
 export CATALOGSYNC_TEST_BINARY="$bin/catalogsync"
 export CATALOGSYNC_TEST_READER_BINARY="$bin/catalogsync-reader"
