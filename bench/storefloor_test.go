@@ -22,18 +22,17 @@ import (
 // of new file costs drifts over a run (see docs/notes/benchmarks.md).
 func storeFloor(b *testing.B, f *fixture, file, backend string) time.Duration {
 	ctx := context.Background()
-	to := store{prefix: fmt.Sprintf("floor-%d", syncPrefixes.Add(1))}
+	to := f.freshStore(b, backend, fmt.Sprintf("floor-%d", syncPrefixes.Add(1)))
+	defer f.drop(b, to)
 	var st storage.Store
-	if backend == "s3" {
+	if to.dir == "" {
 		st = f.s3Store(b, to.prefix)
 	} else {
-		to = store{dir: b.TempDir()}
 		var err error
 		if st, err = fs.New(to.dir); err != nil {
 			b.Fatal(err)
 		}
 	}
-	defer f.drop(b, to)
 	flushDisks()
 	start := time.Now()
 	cmd := exec.Command("gzip", "-dc", file)

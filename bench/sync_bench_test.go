@@ -37,10 +37,7 @@ func BenchmarkSync(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
 					floors = append(floors, storeFloor(b, f, img.layerFile, backend))
-					to := store{prefix: fmt.Sprintf("sync-%s-%d", c.name, syncPrefixes.Add(1))}
-					if backend == "fs" {
-						to = store{dir: b.TempDir()}
-					}
+					to := f.freshStore(b, backend, fmt.Sprintf("sync-%s-%d", c.name, syncPrefixes.Add(1)))
 					cmd := f.syncCmd(img.ref, to)
 					var stdout, stderr bytes.Buffer
 					cmd.Stderr = &stderr
