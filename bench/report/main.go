@@ -5,11 +5,12 @@
 // the tables are filled in from the benchmark lines.
 //
 //	go run ./bench/report -info INFO -detail docs/benchmarks-detail.md < bench-output.txt > docs/benchmarks.md
+//	go run ./bench/report -wait-quiet 10m >> INFO
 //
-// INFO is the "key: value" file run.sh writes (command, date, Go version,
-// load average at start and end, elapsed seconds, each command run). A
-// benchmark that was skipped or failed shows "skipped: …" or "failed: …"
-// where its figures would be.
+// INFO is the "key: value" file run.sh writes (how long it waited for a
+// quiet machine, command, date, Go version, load average at start and end,
+// elapsed seconds, each command run). A benchmark that was skipped or
+// failed shows "skipped: …" or "failed: …" where its figures would be.
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"os"
 	"runtime"
 	"text/template"
+	"time"
 )
 
 var (
@@ -34,7 +36,12 @@ func main() {
 	info := flag.String("info", "", "run information file written by bench/run.sh")
 	detail := flag.String("detail", "", "write the peers and micro-benchmarks document to this file")
 	procs := flag.Int("procs", runtime.GOMAXPROCS(0), "GOMAXPROCS of the benchmark run (the -N suffix of benchmark names)")
+	quiet := flag.Duration("wait-quiet", 0, "only wait up to this long for a quiet machine and print the info line saying how long it took")
 	flag.Parse()
+	if *quiet > 0 {
+		waitQuiet(os.Stdout, ReadMachine().Threads, *quiet, 5*time.Second, loadAvg1, time.Sleep)
+		return
+	}
 	var detailOut bytes.Buffer
 	if err := render(os.Stdin, os.Stdout, &detailOut, *info, *procs, ReadMachine()); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)

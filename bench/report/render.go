@@ -18,6 +18,7 @@ type Info struct {
 	Go        string
 	LoadStart string // /proc/loadavg's first three fields
 	LoadEnd   string
+	QuietWait string // how long the run waited for a quiet machine (-wait-quiet)
 	Elapsed   string // seconds
 	Quick     bool
 	Steps     []string
@@ -44,6 +45,8 @@ func ParseInfo(r io.Reader) (Info, error) {
 			in.LoadStart = v
 		case "load-end":
 			in.LoadEnd = v
+		case "quiet-wait":
+			in.QuietWait = v
 		case "elapsed":
 			in.Elapsed = v
 		case "quick":
@@ -128,6 +131,7 @@ func (r *Report) RunTable() string {
 		{"machine", r.Machine.String()},
 		{"kernel", orDash(r.Machine.Kernel)},
 		{"Go", orDash(in.Go)},
+		{"waited for a quiet machine", orDash(in.QuietWait)},
 		{"load average (1, 5, 15 min) at start", orDash(in.LoadStart)},
 		{"load average (1, 5, 15 min) at end", orDash(in.LoadEnd)},
 		{"took", fmtElapsed(in.Elapsed)},
@@ -149,16 +153,11 @@ func (r *Report) Steps() string {
 // LoadNote warns when the machine was busy when the run started. The load
 // at the end is shown but not judged: it is mostly the benchmarks' own.
 func (r *Report) LoadNote() string {
-	n := r.Machine.Threads
-	if n == 0 {
-		n = 1
-	}
+	n := max(r.Machine.Threads, 1)
 	busy := false
-	for _, l := range []string{r.Info.LoadStart} {
-		if f := strings.Fields(l); len(f) > 0 {
-			if v, err := strconv.ParseFloat(f[0], 64); err == nil && v > 0.5*float64(n) {
-				busy = true
-			}
+	if f := strings.Fields(r.Info.LoadStart); len(f) > 0 {
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil && v > busyLoad(n) {
+			busy = true
 		}
 	}
 	var notes []string

@@ -117,7 +117,7 @@ func TestRender(t *testing.T) {
 	}
 	defer f.Close()
 	info := t.TempDir() + "/info"
-	os.WriteFile(info, []byte("command: bench/run.sh\ndate: 2026-11-29 18:00 UTC\ngo: go1.26.8\nload-start: 3.10 2.00 1.50\nload-end: 0.20 0.30 0.40\nelapsed: 612\nstep: go test -bench Sync ./bench\nstep: go test -bench . ./storage/catalog\n"), 0o644)
+	os.WriteFile(info, []byte("command: bench/run.sh\ndate: 2026-11-29 18:00 UTC\ngo: go1.26.8\nquiet-wait: gave up after 600 s (load 3.10)\nload-start: 3.10 2.00 1.50\nload-end: 0.20 0.30 0.40\nelapsed: 612\nstep: go test -bench Sync ./bench\nstep: go test -bench . ./storage/catalog\n"), 0o644)
 	var out, detail bytes.Buffer
 	if err := render(f, &out, &detail, info, 2, Machine{CPU: "AMD EPYC 7B13", Cores: 2, Threads: 2, MemBytes: 24 << 30, Kernel: "Linux 6.1"}); err != nil {
 		t.Fatal(err)
@@ -126,6 +126,7 @@ func TestRender(t *testing.T) {
 	for _, want := range []string{
 		"| machine | AMD EPYC 7B13, 2 cores, 24.0 GiB memory |",
 		"| took | 10 min 12 s |",
+		"| waited for a quiet machine | gave up after 600 s (load 3.10) |",
 		"```sh\ngo test -bench Sync ./bench\ngo test -bench . ./storage/catalog\n```",
 		"**The machine was busy**",
 		"**Failed:** github.com/catalogsync/catalogsync/bench",
