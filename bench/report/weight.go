@@ -44,9 +44,10 @@ func (r *Report) WeightTable() string {
 		rows = append(rows, r.peerTarget("one-shot sync VmHWM", c, syncBench+c+"/fs", peerIngestBench+c+"/catalogd-store",
 			rssUnit, target{1, "≤ 1× catalogd"}))
 	}
+	floor := syncTargets["generated-x16"].fullStoreFloor
 	for _, st := range stores {
 		rows = append(rows, r.ownTarget("full sync ÷ its store floor ("+st.name+")", "generated-x16", syncBench+"generated-x16/"+st.key,
-			"x-store-floor", target{1.3, "≤ 1.3×"}))
+			"x-store-floor", target{floor, fmt.Sprintf("≤ %g×", floor)}))
 	}
 	return table([]string{"", "catalog", "catalogsync", "catalogd", "÷ catalogd", "target", ""}, rows)
 }
