@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/catalogsync/catalogsync/internal/freeport"
 	"github.com/catalogsync/catalogsync/internal/kubeclient"
+	"github.com/catalogsync/catalogsync/test/kubeobj"
 	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -132,25 +130,25 @@ func TestServeEventsOIDC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := coreclient.NewForConfig(restCfg)
+	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := core.ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "oidc-pingsource"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := kubeobj.Create(ctx, dyn, kubeobj.ServiceAccounts, kubeobj.Object("v1", "ServiceAccount", "default", "oidc-pingsource", nil)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := core.ServiceAccounts("default").Delete(ctx, "oidc-pingsource", metav1.DeleteOptions{}); err != nil {
+		if err := kubeobj.Delete(ctx, dyn, kubeobj.ServiceAccounts, "default", "oidc-pingsource"); err != nil {
 			t.Error(err)
 		}
 	})
 	token := func(aud string) string {
-		tr, err := core.ServiceAccounts("default").CreateToken(ctx, "oidc-pingsource", &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
+		tok, err := kubeobj.Token(ctx, dyn, "default", "oidc-pingsource", []string{aud}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tr.Status.Token
+		return tok
 	}
 	eventsAddr := freeport.Addr(t)
 	cfg := writeServeConfig(t, "catalogs: [{name: tiny, image: \"127.0.0.1:1/tiny:v1\"}]\nevents: {audience: catalogsync-events}\n")

@@ -12,12 +12,8 @@ import (
 
 	"github.com/regclient/regclient"
 	"github.com/regclient/regclient/config"
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/catalogsync/catalogsync/internal/kubeclient"
@@ -27,6 +23,7 @@ import (
 	"github.com/catalogsync/catalogsync/sync/pipeline"
 	"github.com/catalogsync/catalogsync/sync/source"
 	"github.com/catalogsync/catalogsync/test/imagebuild"
+	"github.com/catalogsync/catalogsync/test/kubeobj"
 	"github.com/catalogsync/catalogsync/test/logbuf"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
@@ -55,12 +52,9 @@ func pushCatalog(t *testing.T, reg *servers.Registry, ca *servers.TestCA, pass, 
 	return d
 }
 
-func dockerSecret(pass string, host string) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "catalog-pull"},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"https://` + host + `/v1/":{"username":"` + user + `","password":"` + pass + `"}}}`)},
-	}
+func dockerSecret(pass string, host string) *unstructured.Unstructured {
+	return kubeobj.Secret("default", "catalog-pull", "kubernetes.io/dockerconfigjson", map[string][]byte{
+		".dockerconfigjson": []byte(`{"auths":{"https://` + host + `/v1/":{"username":"` + user + `","password":"` + pass + `"}}}`)})
 }
 
 // TestPullSecretAndCA syncs from a Distribution registry with htpasswd
@@ -75,12 +69,12 @@ func TestPullSecretAndCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := kubernetes.NewForConfigOrDie(restCfg)
+	dyn := dynamic.NewForConfigOrDie(restCfg)
 	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := pullsecret.New(dynamic.NewForConfigOrDie(restCfg), "default", "catalog-pull", pullsecret.WithLogger(log))
+	w := pullsecret.New(dyn, "default", "catalog-pull", pullsecret.WithLogger(log))
 	if err := w.Start(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +127,7 @@ func TestPullSecretAndCA(t *testing.T) {
 	}
 	// A Secret with the wrong password: still unauthorized.
 	_, v0 := w.Credentials()
-	sec, err := cs.CoreV1().Secrets("default").Create(ctx, dockerSecret("wrong-"+newPass, reg.Host), metav1.CreateOptions{})
+	sec, err := kubeobj.Create(ctx, dyn, kubeobj.Secrets, dockerSecret("wrong-"+newPass, reg.Host))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +137,8 @@ func TestPullSecretAndCA(t *testing.T) {
 	}
 	// The Secret is fixed: the same pipeline syncs.
 	_, v1 := w.Credentials()
-	sec.Data = dockerSecret(oldPass, reg.Host).Data
-	if sec, err = cs.CoreV1().Secrets("default").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+	sec.Object["data"] = dockerSecret(oldPass, reg.Host).Object["data"]
+	if sec, err = kubeobj.Update(ctx, dyn, kubeobj.Secrets, sec); err != nil {
 		t.Fatal(err)
 	}
 	waitVersion(v1)
@@ -163,8 +157,8 @@ func TestPullSecretAndCA(t *testing.T) {
 		t.Fatalf("after the registry rotated: %v", err)
 	}
 	_, v2 := w.Credentials()
-	sec.Data = dockerSecret(newPass, reg.Host).Data
-	if _, err = cs.CoreV1().Secrets("default").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+	sec.Object["data"] = dockerSecret(newPass, reg.Host).Object["data"]
+	if _, err = kubeobj.Update(ctx, dyn, kubeobj.Secrets, sec); err != nil {
 		t.Fatal(err)
 	}
 	waitVersion(v2)
@@ -198,29 +192,31 @@ func TestLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := kubernetes.NewForConfigOrDie(restCfg)
+	admin := dynamic.NewForConfigOrDie(restCfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := admin.CoreV1().Secrets("default").Create(ctx, dockerSecret("p", "registry.example.test"), metav1.CreateOptions{}); err != nil {
+	if _, err := kubeobj.Create(ctx, admin, kubeobj.Secrets, dockerSecret("p", "registry.example.test")); err != nil {
 		t.Fatal(err)
 	}
 	token := func(sa string) string {
-		if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		if _, err := kubeobj.Create(ctx, admin, kubeobj.ServiceAccounts, kubeobj.Object("v1", "ServiceAccount", "default", sa, nil)); err != nil {
 			t.Fatal(err)
 		}
-		tr, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+		tok, err := kubeobj.Token(ctx, admin, "default", sa, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tr.Status.Token
+		return tok
 	}
-	if _, err := admin.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pull"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"catalog-pull"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{}); err != nil {
+	role := kubeobj.Object("rbac.authorization.k8s.io/v1", "Role", "default", "pull", map[string]any{"rules": []any{map[string]any{
+		"apiGroups": []any{""}, "resources": []any{"secrets"}, "resourceNames": []any{"catalog-pull"}, "verbs": []any{"get", "list", "watch"}}}})
+	if _, err := kubeobj.Create(ctx, admin, kubeobj.Roles, role); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pull"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pull"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: "default"}}}, metav1.CreateOptions{}); err != nil {
+	binding := kubeobj.Object("rbac.authorization.k8s.io/v1", "RoleBinding", "default", "pull", map[string]any{
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pull"},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}}})
+	if _, err := kubeobj.Create(ctx, admin, kubeobj.RoleBindings, binding); err != nil {
 		t.Fatal(err)
 	}
 	as := func(tok string) dynamic.Interface {

@@ -6,14 +6,15 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/catalogsync/catalogsync/handlers/events/tokenreview"
 	"github.com/catalogsync/catalogsync/internal/kubeclient"
+	"github.com/catalogsync/catalogsync/test/kubeobj"
 	"github.com/catalogsync/catalogsync/test/servers"
 )
 
@@ -37,24 +38,20 @@ func TestReviewerAgainstKubeAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	core, err := coreclient.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "oidc-pingsource", Namespace: "default"}}
-	if _, err := core.ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+	if _, err := kubeobj.Create(ctx, dyn, kubeobj.ServiceAccounts, kubeobj.Object("v1", "ServiceAccount", "default", "oidc-pingsource", nil)); err != nil {
 		t.Fatal(err)
 	}
 	token := func(aud string) string {
 		t.Helper()
-		exp := int64(600)
-		tr, err := core.ServiceAccounts("default").CreateToken(ctx, sa.Name, &authv1.TokenRequest{
-			Spec: authv1.TokenRequestSpec{Audiences: []string{aud}, ExpirationSeconds: &exp},
-		}, metav1.CreateOptions{})
+		tok, err := kubeobj.Token(ctx, dyn, "default", "oidc-pingsource", []string{aud}, 10*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tr.Status.Token
+		return tok
 	}
 	auth, err := tokenreview.NewClient(cfg)
 	if err != nil {
