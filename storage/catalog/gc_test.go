@@ -235,10 +235,6 @@ func testGCGraceFromLastSwap(t *testing.T, s storage.Store) {
 	gcContent(t, s, "g", d0, gcBase, 5)
 	gcContent(t, s, "g", d1, gcBase.Add(time.Hour), 5)
 	publish(t, s, "g", d0, gcBase)
-	// The swap to d1 happens well after d0 was last written: d0 was
-	// reachable until the swap, so the grace period runs from there.
-	time.Sleep(1500 * time.Millisecond)
-	publish(t, s, "g", d1, gcBase.Add(time.Hour))
 	// List, not Stat: S3's HEAD gives whole seconds, its listing ms.
 	listed := func(key string) storage.Info {
 		l, err := s.List(ctx, key)
@@ -247,8 +243,14 @@ func testGCGraceFromLastSwap(t *testing.T, s storage.Store) {
 		}
 		return l[0]
 	}
-	ptr := listed(catalogPrefix("g") + currentFile)
 	meta0 := listed(contentPrefix("g", d0) + metaFile)
+	// The swap to d1 happens well after d0 was last written: d0 was
+	// reachable until the swap, so the grace period runs from there. The
+	// store's clock says when d0 was written; a tenth of a second more
+	// covers a coarse file-system clock.
+	time.Sleep(time.Until(meta0.ModTime.Add(1100 * time.Millisecond)))
+	publish(t, s, "g", d1, gcBase.Add(time.Hour))
+	ptr := listed(catalogPrefix("g") + currentFile)
 	if ptr.ModTime.Sub(meta0.ModTime) < time.Second {
 		t.Fatalf("swap %v not a second after content %v", ptr.ModTime, meta0.ModTime)
 	}
