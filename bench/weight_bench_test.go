@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/catalogsync/catalogsync/internal/freeport"
+	"github.com/catalogsync/catalogsync/test/release"
 )
 
 // BenchmarkWeight weighs the release binary, built as the Dockerfile
@@ -40,20 +41,16 @@ func weigh(b *testing.B, cmd string, initArgs, serveArgs []string) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..")
 	bin := filepath.Join(b.TempDir(), cmd)
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/"+cmd)
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	if err := release.Build(root, cmd, bin); err != nil {
+		b.Fatal(err)
 	}
 	fi, err := os.Stat(bin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	list := exec.Command("go", "list", "-deps", "./cmd/"+cmd)
-	list.Dir, list.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	deps, err := list.Output()
+	deps, err := release.Packages(root, cmd)
 	if err != nil {
-		b.Fatalf("go list: %v", err)
+		b.Fatal(err)
 	}
 	var initMS, rss []float64
 	initBytes := int64(-1)
@@ -68,7 +65,7 @@ func weigh(b *testing.B, cmd string, initArgs, serveArgs []string) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(fi.Size())/1e6, "binary-MB")
-	b.ReportMetric(float64(bytes.Count(deps, []byte("\n"))), "packages")
+	b.ReportMetric(float64(len(deps)), "packages")
 	b.ReportMetric(float64(initBytes), "init-bytes")
 	b.ReportMetric(median(initMS), "init-ms")
 	b.ReportMetric(median(rss)/(1<<10), "idle-RSS-MiB")

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/catalogsync/catalogsync/test/release"
 )
 
 // budget is one binary's: today's weight with a little room.
@@ -96,24 +98,19 @@ func (b budget) check(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(t.TempDir(), b.cmd)
-	// As the Dockerfile builds it.
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/"+b.cmd)
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := release.Build(root, b.cmd, bin); err != nil {
+		t.Fatal(err)
 	}
 	fi, err := os.Stat(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := exec.Command("go", "list", "-deps", "./cmd/"+b.cmd)
-	list.Dir, list.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	deps, err := list.Output()
+	deps, err := release.Packages(root, b.cmd)
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatal(err)
 	}
-	packages := bytes.Count(deps, []byte("\n"))
-	for _, p := range strings.Fields(string(deps)) {
+	packages := len(deps)
+	for _, p := range deps {
 		if why := b.refused(p); why != "" {
 			t.Errorf("%s is linked: %s", p, why)
 		}

@@ -1,7 +1,6 @@
 package servers
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/catalogsync/catalogsync/test/release"
 )
 
 // RaceEnv names the variable that, set to 1, builds the catalogsync binary the tests start
@@ -87,19 +88,19 @@ func build(name string) (string, error) {
 		return "", err
 	}
 	p := filepath.Join(dir, name)
-	// As the Dockerfile builds it (test/run.sh too): a start, its memory
-	// and its first answer are the released binary's. The race detector
-	// needs cgo.
-	args, env := []string{"build", "-trimpath", "-ldflags=-s -w", "-o", p}, []string{"CGO_ENABLED=0"}
-	if os.Getenv(RaceEnv) == "1" {
-		args, env = []string{"build", "-race", "-o", p}, nil
+	if os.Getenv(RaceEnv) != "1" {
+		// As released (test/run.sh too): a start, its memory and its
+		// first answer are the released binary's.
+		if err := release.Build(root, name, p); err != nil {
+			return "", err
+		}
+		return p, nil
 	}
-	cmd := exec.Command("go", append(args, "./cmd/"+name)...)
-	cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out.Bytes())
+	// The race detector needs cgo.
+	cmd := exec.Command("go", "build", "-race", "-o", p, "./cmd/"+name)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
 	}
 	return p, nil
 }
