@@ -79,8 +79,8 @@ info=$work/info
 if [ "$quick" != 1 ]; then
   # The targets are judged on a quiet machine: build the largest test
   # binary first, then let the load of what ran before settle (up to
-  # BENCH_QUIET_WAIT, a Go duration; a machine that stays busy is run on
-  # and the document says so).
+  # BENCH_QUIET_WAIT, a Go duration; 0 only checks). A machine that stays
+  # busy is run on, and the document says so.
   go test -c -o "$work/tmp/warm.test" ./bench && rm -f "$work/tmp/warm.test"
   go run ./bench/report -wait-quiet "${BENCH_QUIET_WAIT:-10m}" >"$info"
 fi

@@ -36,10 +36,12 @@ func main() {
 	info := flag.String("info", "", "run information file written by bench/run.sh")
 	detail := flag.String("detail", "", "write the peers and micro-benchmarks document to this file")
 	procs := flag.Int("procs", runtime.GOMAXPROCS(0), "GOMAXPROCS of the benchmark run (the -N suffix of benchmark names)")
-	quiet := flag.Duration("wait-quiet", 0, "only wait up to this long for a quiet machine and print the info line saying how long it took")
+	quiet := flag.Duration("wait-quiet", 0, "only wait up to this long for a quiet machine and print the info line saying how long it took (0: not at all)")
 	flag.Parse()
-	if *quiet > 0 {
-		waitQuiet(os.Stdout, ReadMachine().Threads, *quiet, 5*time.Second, loadAvg1, time.Sleep)
+	waiting := false
+	flag.Visit(func(f *flag.Flag) { waiting = waiting || f.Name == "wait-quiet" })
+	if waiting {
+		waitQuiet(os.Stdout, ReadMachine().Threads, max(*quiet, 0), 5*time.Second, loadAvg1, time.Sleep)
 		return
 	}
 	var detailOut bytes.Buffer

@@ -44,3 +44,12 @@ func TestWaitQuietWithoutALoadAverage(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// A limit of 0 (BENCH_QUIET_WAIT=0) checks once and does not wait.
+func TestWaitQuietWithoutWaiting(t *testing.T) {
+	var out bytes.Buffer
+	waitQuiet(&out, 2, 0, 5*time.Second, loads(3), func(time.Duration) { t.Fatal("waited with a limit of 0") })
+	if got, want := out.String(), "quiet-wait: gave up after 0 s (load 3.00)\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
